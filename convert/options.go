@@ -1,0 +1,103 @@
+package convert
+
+// Options are the host facts and embedder choices that shape a domain.
+// The zero value is not useful on its own: set at least Layout. KubeVirtOptions
+// returns what KubeVirt's virt-handler passes on an amd64 node.
+type Options struct {
+	// Layout says where the VMI's disks, sockets and logs live on the host and
+	// how its interfaces attach. Required.
+	Layout Layout
+
+	// DomainType is the libvirt domain type: "kvm" (the default when empty)
+	// or "qemu" for emulation.
+	DomainType string
+
+	// SMBIOS holds the strings written into the guest's SMBIOS system table.
+	SMBIOS SMBIOS
+
+	// EFI names the OVMF firmware files used when the VMI asks for EFI.
+	EFI EFIFirmware
+
+	// CPUSet lists the host CPUs the VMI's dedicated vCPUs are pinned to, in
+	// order. Required when spec.domain.cpu.dedicatedCpuPlacement is true.
+	CPUSet []uint
+
+	// MemBalloonStatsPeriod is the balloon statistics period in seconds
+	// (0 leaves statistics off).
+	MemBalloonStatsPeriod uint
+
+	// FreePageReporting turns on the balloon's free page reporting for VMIs
+	// that are not high-performance (dedicated CPUs or hugepages).
+	FreePageReporting bool
+
+	// BochsForEFIGuests gives EFI guests a bochs video device instead of VGA.
+	BochsForEFIGuests bool
+
+	// SerialConsoleLog logs the serial console to a file named by the Layout,
+	// unless the VMI turns it off.
+	SerialConsoleLog bool
+
+	// NoMemoryHotplug leaves <maxMemory> out even when the VMI has a
+	// spec.domain.memory.maxGuest, for libvirt versions that refuse memory
+	// hotplug without slots (Debian's libvirt 9.0 among them).
+	NoMemoryHotplug bool
+
+	// HostDevices maps the name of each GPU, host device and SR-IOV
+	// interface in the VMI to the host device that backs it. A VMI asking
+	// for such a device without an entry here is refused.
+	HostDevices map[string]HostDevice
+}
+
+// SMBIOS strings for the guest's system table (dmidecode -t system).
+type SMBIOS struct {
+	Manufacturer string
+	Product      string
+	Version      string
+	SKU          string
+	Family       string
+}
+
+// EFIFirmware names the OVMF code and variable-template files on the host,
+// for plain and for secure boot.
+type EFIFirmware struct {
+	Code           string // e.g. /usr/share/OVMF/OVMF_CODE_4M.fd
+	Vars           string // e.g. /usr/share/OVMF/OVMF_VARS_4M.fd
+	SecureBootCode string // e.g. /usr/share/OVMF/OVMF_CODE_4M.secboot.fd
+	SecureBootVars string // e.g. /usr/share/OVMF/OVMF_VARS_4M.ms.fd
+}
+
+// HostDevice is a host device handed to the guest.
+type HostDevice struct {
+	// PCIAddress is the host PCI address, "0000:81:00.0". Set it for PCI
+	// devices (GPUs, SR-IOV VFs, PCI host devices).
+	PCIAddress string
+	// MdevUUID is the uuid of a mediated device (vGPU); set it instead of
+	// PCIAddress for those.
+	MdevUUID string
+	// USBVendor, USBProduct ("0x46f4", "0x0001") select a USB device.
+	USBVendor, USBProduct string
+}
+
+// KubeVirtOptions returns the Options that KubeVirt's virt-handler passes on
+// an amd64 node with KVM, with KubeVirt's pod paths as the layout: SMBIOS
+// manufacturer and family "KubeVirt", product "None", OVMF under
+// /usr/share/edk2/ovmf, balloon statistics every 10 seconds, free page
+// reporting, bochs video for EFI guests and a serial console log.
+func KubeVirtOptions() Options {
+	return Options{
+		Layout:     KubeVirtLayout{},
+		DomainType: "kvm",
+		SMBIOS:     SMBIOS{Manufacturer: "KubeVirt", Product: "None", Family: "KubeVirt"},
+		EFI: EFIFirmware{
+			Code:           "/usr/share/edk2/ovmf/OVMF_CODE.fd",
+			Vars:           "/usr/share/edk2/ovmf/OVMF_VARS.fd",
+			SecureBootCode: "/usr/share/edk2/ovmf/OVMF_CODE.secboot.fd",
+			SecureBootVars: "/usr/share/edk2/ovmf/OVMF_VARS.secboot.fd",
+		},
+		CPUSet:                []uint{2, 3, 4, 5},
+		MemBalloonStatsPeriod: 10,
+		FreePageReporting:     true,
+		BochsForEFIGuests:     true,
+		SerialConsoleLog:      true,
+	}
+}
