@@ -2,6 +2,8 @@ package convert
 
 import (
 	"fmt"
+	"net/url"
+	"path"
 
 	v1 "kubevirt.io/api/core/v1"
 )
@@ -37,12 +39,36 @@ func (l HostLayout) Interface(vmi *v1.VirtualMachineInstance, iface *v1.Interfac
 	return InterfaceAttachment{Type: "user"}, nil
 }
 
-// Paths returns the VMI's paths in its state folder. Not written yet.
+// Paths returns the VMI's paths in its state folder; kernel-boot files come
+// from the image store.
 func (l HostLayout) Paths(vmi *v1.VirtualMachineInstance) Paths {
-	return Paths{}
+	dir := l.StateFolder(vmi)
+	p := Paths{
+		SerialSocket: path.Join(dir, "serial0.sock"),
+		SerialLog:    path.Join(dir, "serial0.log"),
+		VNCSocket:    path.Join(dir, "vnc.sock"),
+		NVRAM:        path.Join(dir, "efi-vars.fd"),
+	}
+	if kb := vmi.Spec.Domain.Firmware; kb != nil && kb.KernelBoot != nil && kb.KernelBoot.Container != nil {
+		c := kb.KernelBoot.Container
+		root := l.ImageFolder(c.Image)
+		if c.KernelPath != "" {
+			p.Kernel = path.Join(root, path.Clean("/"+c.KernelPath))
+		}
+		if c.InitrdPath != "" {
+			p.Initrd = path.Join(root, path.Clean("/"+c.InitrdPath))
+		}
+	}
+	return p
 }
 
 // StateFolder returns the VMI's state folder, StateDir/<namespace>_<name>.
 func (l HostLayout) StateFolder(vmi *v1.VirtualMachineInstance) string {
-	return l.StateDir + "/" + DomainName(vmi)
+	return path.Join(l.StateDir, DomainName(vmi))
+}
+
+// ImageFolder returns the image store folder of an image reference,
+// ImageStore/<url.PathEscape(reference)>.
+func (l HostLayout) ImageFolder(reference string) string {
+	return path.Join(l.ImageStore, url.PathEscape(reference))
 }

@@ -2,6 +2,7 @@ package convert
 
 import (
 	"fmt"
+	"path"
 
 	v1 "kubevirt.io/api/core/v1"
 )
@@ -21,7 +22,24 @@ func (KubeVirtLayout) Interface(vmi *v1.VirtualMachineInstance, iface *v1.Interf
 	return InterfaceAttachment{Type: "ethernet"}, nil
 }
 
-// Paths returns the pod paths of the VMI's sockets and logs. Not written yet.
+// Paths returns the pod paths of the VMI's sockets, logs, EFI variables and
+// kernel-boot files.
 func (KubeVirtLayout) Paths(vmi *v1.VirtualMachineInstance) Paths {
-	return Paths{}
+	private := "/var/run/kubevirt-private/" + string(vmi.UID)
+	p := Paths{
+		SerialSocket: private + "/virt-serial0",
+		SerialLog:    private + "/virt-serial0-log",
+		VNCSocket:    private + "/virt-vnc",
+		NVRAM:        "/var/lib/libvirt/qemu/nvram/" + vmi.Name + "_VARS.fd",
+	}
+	if kb := vmi.Spec.Domain.Firmware; kb != nil && kb.KernelBoot != nil && kb.KernelBoot.Container != nil {
+		const dir = "/var/run/kubevirt/container-disks/kernel-boot/"
+		if c := kb.KernelBoot.Container; c.KernelPath != "" {
+			p.Kernel = dir + path.Base(c.KernelPath)
+		}
+		if c := kb.KernelBoot.Container; c.InitrdPath != "" {
+			p.Initrd = dir + path.Base(c.InitrdPath)
+		}
+	}
+	return p
 }
