@@ -34,11 +34,6 @@ func (l HostLayout) Volume(vmi *v1.VirtualMachineInstance, index int) (DiskSourc
 	return DiskSource{}, fmt.Errorf("not written yet")
 }
 
-// Interface returns the attachment of an interface. Not written yet.
-func (l HostLayout) Interface(vmi *v1.VirtualMachineInstance, iface *v1.Interface, network *v1.Network) (InterfaceAttachment, error) {
-	return InterfaceAttachment{Type: "user"}, nil
-}
-
 // Paths returns the VMI's paths in its state folder; kernel-boot files come
 // from the image store.
 func (l HostLayout) Paths(vmi *v1.VirtualMachineInstance) Paths {

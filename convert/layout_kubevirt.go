@@ -17,11 +17,6 @@ func (KubeVirtLayout) Volume(vmi *v1.VirtualMachineInstance, index int) (DiskSou
 	return DiskSource{}, fmt.Errorf("not written yet")
 }
 
-// Interface returns a tap attachment. Not written yet.
-func (KubeVirtLayout) Interface(vmi *v1.VirtualMachineInstance, iface *v1.Interface, network *v1.Network) (InterfaceAttachment, error) {
-	return InterfaceAttachment{Type: "ethernet"}, nil
-}
-
 // Paths returns the pod paths of the VMI's sockets, logs, EFI variables and
 // kernel-boot files.
 func (KubeVirtLayout) Paths(vmi *v1.VirtualMachineInstance) Paths {
