@@ -1,8 +1,41 @@
 package convert
 
-import "libvirt.org/go/libvirtxml"
+import (
+	"k8s.io/apimachinery/pkg/util/validation/field"
+	"libvirt.org/go/libvirtxml"
+)
 
-// unsupported is not written yet.
-func (c *converter) unsupported(d *libvirtxml.Domain) error {
+// unsupported refuses the VMI fields that no area of the domain honours.
+//
+// Fields that only steer a cluster's scheduler or pod (nodeSelector,
+// affinity, tolerations, priorityClassName, schedulerName,
+// topologySpreadConstraints, evictionStrategy, dnsPolicy, dnsConfig,
+// subdomain, hostname) give the guest nothing to see and are accepted.
+// Fields that would change the virtual machine or what KubeVirt does with it,
+// and that this library cannot do without a cluster, are refused here;
+// every other field is honoured or refused by the area that owns it.
+func (c *converter) unsupported(*libvirtxml.Domain) error {
+	s := c.spec
+	refusals := []struct {
+		set  bool
+		path *field.Path
+		why  string
+	}{
+		{s.LivenessProbe != nil, specPath.Child("livenessProbe"), "probes are run by KubeVirt's virt-handler, not by libvirt"},
+		{s.ReadinessProbe != nil, specPath.Child("readinessProbe"), "probes are run by KubeVirt's virt-handler, not by libvirt"},
+		{len(s.AccessCredentials) > 0, specPath.Child("accessCredentials"), "access credentials are propagated by KubeVirt's guest agent integration"},
+		{len(s.ResourceClaims) > 0, specPath.Child("resourceClaims"), "dynamic resource allocation needs a cluster"},
+		{len(s.UtilityVolumes) > 0, specPath.Child("utilityVolumes"), "utility volumes need a cluster"},
+		{s.Domain.LaunchSecurity != nil, domainPath.Child("launchSecurity"), "confidential computing (SEV, TDX, Secure Execution) is not converted"},
+		{len(s.Domain.Devices.Filesystems) > 0, devicesPath.Child("filesystems"), "virtiofs filesystems need virtiofsd, which the converter does not set up"},
+	}
+	for _, r := range refusals {
+		if r.set {
+			return field.Forbidden(r.path, r.why)
+		}
+	}
+	if a := s.Architecture; a != "" && a != "amd64" {
+		return field.NotSupported(specPath.Child("architecture"), a, []string{"amd64"})
+	}
 	return nil
 }
