@@ -1,16 +1,283 @@
 package api
 
 import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"reflect"
+	"strings"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/validation/field"
 	v1 "kubevirt.io/api/core/v1"
+	sigsjson "sigs.k8s.io/json"
 	"sigs.k8s.io/yaml"
 )
 
-// Decode parses a VirtualMachineInstance or VirtualMachine from YAML or JSON.
-// Not strict yet.
+// Kinds and API versions Decode accepts.
+const (
+	// KindVMI is the kind of a VirtualMachineInstance document.
+	KindVMI = "VirtualMachineInstance"
+	// KindVM is the kind of a VirtualMachine document; its spec.template
+	// becomes the VMI.
+	KindVM = "VirtualMachine"
+	// APIVersion is the API version Decode reads and writes.
+	APIVersion = "kubevirt.io/v1"
+	// APIVersionV1alpha3 is the older version KubeVirt still serves with the
+	// same schema; Decode accepts it and rewrites it to APIVersion.
+	APIVersionV1alpha3 = "kubevirt.io/v1alpha3"
+)
+
+// Decode parses one VirtualMachineInstance, or one VirtualMachine whose
+// spec.template becomes the VMI, from YAML or JSON.
+//
+// Decoding is strict: unknown or misspelt fields, duplicate keys and values
+// of the wrong type are errors naming their path in the document (for a
+// VirtualMachine the path starts at the VM, e.g. spec.template.spec.domain).
+// The document must have apiVersion kubevirt.io/v1 (kubevirt.io/v1alpha3,
+// which KubeVirt still serves with the same schema, is accepted and rewritten
+// to kubevirt.io/v1) and kind VirtualMachineInstance or VirtualMachine. Empty
+// input, several documents and non-object documents are refused. Every
+// error is a *DecodeError.
+//
+// A VirtualMachine gives a VMI named after the VM, in the VM's namespace,
+// with the template's labels and annotations.
 func Decode(data []byte) (*v1.VirtualMachineInstance, error) {
-	vmi := &v1.VirtualMachineInstance{}
-	if err := yaml.Unmarshal(data, vmi); err != nil {
+	js, err := toJSON(data)
+	if err != nil {
 		return nil, err
 	}
+	// One generic parse finds syntax errors and duplicate keys (with their
+	// paths) and gives the tree the unknown-field check walks.
+	var tree any
+	dups, err := sigsjson.UnmarshalStrict(js, &tree, sigsjson.DisallowDuplicateFields)
+	if err != nil {
+		return nil, syntaxError(err)
+	}
+	obj, ok := tree.(map[string]any)
+	if !ok {
+		return nil, docError("document is not an object: expected a VirtualMachineInstance or VirtualMachine")
+	}
+	errs := make(field.ErrorList, 0, len(dups))
+	for _, d := range dups {
+		errs = append(errs, strictFieldError(d))
+	}
+	kind, kindErrs := checkTypeMeta(obj)
+	errs = append(errs, kindErrs...)
+	var out any
+	var vmi *v1.VirtualMachineInstance
+	var vm *v1.VirtualMachine
+	switch kind {
+	case KindVMI:
+		vmi = &v1.VirtualMachineInstance{}
+		out = vmi
+	case KindVM:
+		vm = &v1.VirtualMachine{}
+		out = vm
+	}
+	if out != nil {
+		errs = append(errs, unknownFields(reflect.TypeOf(out), obj)...)
+	}
+	if len(errs) > 0 {
+		return nil, fieldErrors(errs...)
+	}
+	if err := sigsjson.UnmarshalCaseSensitivePreserveInts(js, out); err != nil {
+		return nil, fieldErrors(locateError(out, js, err))
+	}
+	if vm != nil {
+		return vmFromVM(vm)
+	}
+	vmi.APIVersion = APIVersion
 	return vmi, nil
+}
+
+// vmFromVM returns the VMI a VirtualMachine's template makes.
+func vmFromVM(vm *v1.VirtualMachine) (*v1.VirtualMachineInstance, error) {
+	tpl := vm.Spec.Template
+	if tpl == nil {
+		return nil, fieldErrors(field.Required(field.NewPath("spec", "template"),
+			"a VirtualMachine needs a template to make a VirtualMachineInstance from"))
+	}
+	vmi := &v1.VirtualMachineInstance{
+		TypeMeta: metav1.TypeMeta{APIVersion: APIVersion, Kind: KindVMI},
+		ObjectMeta: metav1.ObjectMeta{
+			Name:        vm.Name,
+			Namespace:   vm.Namespace,
+			Labels:      tpl.ObjectMeta.Labels,
+			Annotations: tpl.ObjectMeta.Annotations,
+		},
+		Spec: tpl.Spec,
+	}
+	return vmi, nil
+}
+
+func syntaxError(err error) error {
+	msg := strings.TrimPrefix(err.Error(), "json: ")
+	if ok, off := sigsjson.SyntaxErrorOffset(err); ok {
+		return docError(fmt.Sprintf("invalid JSON at byte %d: %s", off, msg))
+	}
+	return docError("invalid JSON: " + msg)
+}
+
+// checkTypeMeta checks apiVersion and kind and returns the kind when it is
+// one Decode reads.
+func checkTypeMeta(obj map[string]any) (string, field.ErrorList) {
+	var errs field.ErrorList
+	apiVersion, ok := obj["apiVersion"].(string)
+	switch {
+	case !ok && obj["apiVersion"] != nil:
+		errs = append(errs, field.Invalid(field.NewPath("apiVersion"), obj["apiVersion"], "must be a string"))
+	case apiVersion == APIVersion, apiVersion == APIVersionV1alpha3:
+	case apiVersion == "":
+		errs = append(errs, field.Required(field.NewPath("apiVersion"), "must be "+APIVersion))
+	default:
+		errs = append(errs, field.NotSupported(field.NewPath("apiVersion"), apiVersion,
+			[]string{APIVersion, APIVersionV1alpha3}))
+	}
+	kind, ok := obj["kind"].(string)
+	switch {
+	case !ok && obj["kind"] != nil:
+		errs = append(errs, field.Invalid(field.NewPath("kind"), obj["kind"], "must be a string"))
+	case kind == KindVMI, kind == KindVM:
+		return kind, errs
+	case kind == "":
+		errs = append(errs, field.Required(field.NewPath("kind"), "must be "+KindVMI+" or "+KindVM))
+	default:
+		errs = append(errs, field.NotSupported(field.NewPath("kind"), kind, []string{KindVMI, KindVM}))
+	}
+	return "", errs
+}
+
+// toJSON turns the input into the JSON text of one object, refusing empty,
+// multi-document and non-object input.
+func toJSON(data []byte) ([]byte, error) {
+	trimmed := bytes.TrimSpace(data)
+	if len(trimmed) == 0 {
+		return nil, docError("empty document: expected a VirtualMachineInstance or VirtualMachine")
+	}
+	if trimmed[0] == '{' {
+		if json.Valid(trimmed) {
+			return trimmed, nil
+		}
+		// Not JSON: a JSON object followed by more is refused; anything
+		// else may be a YAML flow mapping and goes the YAML way.
+		var v any
+		if err := json.Unmarshal(trimmed, &v); err != nil && strings.Contains(err.Error(), "after top-level value") {
+			return nil, docError("several JSON values: expected exactly one VirtualMachineInstance or VirtualMachine object")
+		}
+	}
+	if err := checkSingleDocument(data); err != nil {
+		return nil, err
+	}
+	js, err := yaml.YAMLToJSONStrict(data)
+	if err != nil {
+		return nil, docError(yamlMessage(err))
+	}
+	js = bytes.TrimSpace(js)
+	switch {
+	case len(js) == 0 || bytes.Equal(js, []byte("null")):
+		return nil, docError("empty document: expected a VirtualMachineInstance or VirtualMachine")
+	case js[0] != '{':
+		return nil, docError("document is not an object: expected a VirtualMachineInstance or VirtualMachine")
+	}
+	return js, nil
+}
+
+// yamlMessage rewrites the YAML library's errors into one line.
+func yamlMessage(err error) string {
+	msg := err.Error()
+	msg = strings.TrimPrefix(msg, "error converting YAML to JSON: ")
+	msg = strings.ReplaceAll(msg, "\n  ", " ")
+	msg = strings.ReplaceAll(msg, "\n", " ")
+	if strings.Contains(msg, "already set in map") {
+		msg = "duplicate key: " + msg
+	}
+	return "invalid YAML: " + msg
+}
+
+// checkSingleDocument refuses YAML streams with more than one document. A
+// document marker ("---" or "..." at the start of a line) is allowed before
+// the first content and at the very end.
+func checkSingleDocument(data []byte) error {
+	content, ended := false, false
+	for len(data) > 0 {
+		line := data
+		if i := bytes.IndexByte(data, '\n'); i >= 0 {
+			line, data = data[:i], data[i+1:]
+		} else {
+			data = nil
+		}
+		line = bytes.TrimRight(line, " \t\r")
+		marker := isDocMarker(line)
+		if marker {
+			if content {
+				ended = true
+			}
+			rest := bytes.TrimSpace(line[3:])
+			if len(rest) == 0 || rest[0] == '#' {
+				continue
+			}
+			// "--- value" starts a document with content on the marker line.
+			if ended {
+				return docError("several YAML documents: expected exactly one VirtualMachineInstance or VirtualMachine")
+			}
+			content = true
+			continue
+		}
+		t := bytes.TrimLeft(line, " \t")
+		if len(t) == 0 || t[0] == '#' || (!content && t[0] == '%' && len(t) == len(line)) {
+			continue
+		}
+		if ended {
+			return docError("several YAML documents: expected exactly one VirtualMachineInstance or VirtualMachine")
+		}
+		content = true
+	}
+	return nil
+}
+
+func isDocMarker(line []byte) bool {
+	if len(line) < 3 {
+		return false
+	}
+	if !bytes.HasPrefix(line, []byte("---")) && !bytes.HasPrefix(line, []byte("...")) {
+		return false
+	}
+	return len(line) == 3 || line[3] == ' ' || line[3] == '\t'
+}
+
+// strictFieldError turns one of sigs.k8s.io/json's strict errors into a
+// field error on the same path.
+func strictFieldError(err error) *field.Error {
+	fe, ok := err.(sigsjson.FieldError)
+	if !ok {
+		return field.Invalid(field.NewPath("<document>"), nil, err.Error())
+	}
+	p := fe.FieldPath()
+	switch {
+	case strings.HasPrefix(err.Error(), "duplicate field"):
+		e := field.Duplicate(pathFromString(p), lastSegment(p))
+		e.Detail = "duplicate field"
+		return e
+	default:
+		return field.Forbidden(pathFromString(p), "unknown field")
+	}
+}
+
+// pathFromString turns "a.b[0].c" into a field.Path. Keys holding dots are
+// kept whole only as far as the string tells; it is for display.
+func pathFromString(s string) *field.Path {
+	if s == "" {
+		return field.NewPath("<document>")
+	}
+	// field.Path prints children joined by "." and indexes as "[i]", so a
+	// single root element holding the whole string prints identically.
+	return field.NewPath(s)
+}
+
+func lastSegment(p string) string {
+	if i := strings.LastIndexAny(p, ".]"); i >= 0 && i+1 < len(p) {
+		return p[i+1:]
+	}
+	return p
 }

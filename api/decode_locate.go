@@ -1,0 +1,201 @@
+package api
+
+import (
+	"encoding/json"
+	"reflect"
+	"slices"
+	"strings"
+
+	"k8s.io/apimachinery/pkg/util/validation/field"
+	sigsjson "sigs.k8s.io/json"
+)
+
+// locateError finds where in js the value is that made decoding into out
+// fail with err, and returns a field error at that path. The JSON decoder
+// names no path for errors of custom decoders (quantities, times) and only a
+// path without list indexes for type errors, so this walks the document
+// again, decoding each member on its own until it reaches the smallest one
+// that fails. It runs only when decoding already failed.
+func locateError(out any, js []byte, err error) *field.Error {
+	t := reflect.TypeOf(out)
+	p, leafErr := locate(t, js, nil, err)
+	if p == nil {
+		p = field.NewPath("<document>")
+	}
+	return field.Invalid(p, nil, decodeMessage(leafErr))
+}
+
+// locate returns the deepest path below p whose value does not decode into
+// t, with that value's decode error; p and err itself when no member fails on
+// its own.
+func locate(t reflect.Type, js []byte, p *field.Path, err error) (*field.Path, error) {
+	for t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	if isLeaf(t) {
+		return p, err
+	}
+	switch t.Kind() {
+	case reflect.Struct:
+		var obj map[string]json.RawMessage
+		if json.Unmarshal(js, &obj) != nil {
+			return p, err
+		}
+		keys := make([]string, 0, len(obj))
+		for k := range obj {
+			keys = append(keys, k)
+		}
+		slices.Sort(keys)
+		for _, k := range keys {
+			ft, ok := jsonFieldType(t, k)
+			if !ok {
+				continue
+			}
+			if cerr := decodeInto(ft, obj[k]); cerr != nil {
+				return locate(ft, obj[k], child(p, k), cerr)
+			}
+		}
+	case reflect.Slice:
+		if t.Elem().Kind() == reflect.Uint8 {
+			return p, err
+		}
+		var items []json.RawMessage
+		if json.Unmarshal(js, &items) != nil {
+			return p, err
+		}
+		for i, it := range items {
+			if cerr := decodeInto(t.Elem(), it); cerr != nil {
+				return locate(t.Elem(), it, index(p, i), cerr)
+			}
+		}
+	case reflect.Map:
+		var obj map[string]json.RawMessage
+		if json.Unmarshal(js, &obj) != nil {
+			return p, err
+		}
+		keys := make([]string, 0, len(obj))
+		for k := range obj {
+			keys = append(keys, k)
+		}
+		slices.Sort(keys)
+		for _, k := range keys {
+			if cerr := decodeInto(t.Elem(), obj[k]); cerr != nil {
+				return locate(t.Elem(), obj[k], key(p, k), cerr)
+			}
+		}
+	}
+	return p, err
+}
+
+func decodeInto(t reflect.Type, js []byte) error {
+	v := reflect.New(t)
+	return sigsjson.UnmarshalCaseSensitivePreserveInts(js, v.Interface())
+}
+
+// jsonFieldType returns the type of the struct field JSON name k decodes
+// into, looking through embedded (inline) structs as encoding/json does.
+func jsonFieldType(t reflect.Type, k string) (reflect.Type, bool) {
+	for i := range t.NumField() {
+		f := t.Field(i)
+		tag := f.Tag.Get("json")
+		name, _, _ := strings.Cut(tag, ",")
+		if tag == "-" {
+			continue
+		}
+		if f.Anonymous && name == "" {
+			et := f.Type
+			for et.Kind() == reflect.Pointer {
+				et = et.Elem()
+			}
+			if et.Kind() == reflect.Struct {
+				if ft, ok := jsonFieldType(et, k); ok {
+					return ft, true
+				}
+			}
+			continue
+		}
+		if !f.IsExported() {
+			continue
+		}
+		if name == "" {
+			name = f.Name
+		}
+		if name == k {
+			return f.Type, true
+		}
+	}
+	return nil, false
+}
+
+func child(p *field.Path, k string) *field.Path {
+	if p == nil {
+		return field.NewPath(k)
+	}
+	return p.Child(k)
+}
+
+func index(p *field.Path, i int) *field.Path {
+	if p == nil {
+		return field.NewPath("<document>").Index(i)
+	}
+	return p.Index(i)
+}
+
+// key names a map entry: as a child when the key reads like a field name
+// (resources.requests.memory, as users write it), else as [key] (labels such
+// as kubevirt.io/vm).
+func key(p *field.Path, k string) *field.Path {
+	if p == nil {
+		return field.NewPath("<document>").Key(k)
+	}
+	if k != "" && !strings.ContainsAny(k, "./[] ") {
+		return p.Child(k)
+	}
+	return p.Key(k)
+}
+
+// decodeMessage rewords a decode error for a user: no "json:" prefix, no Go
+// type names where a JSON type says it.
+func decodeMessage(err error) string {
+	if err == nil {
+		return "cannot decode value"
+	}
+	var te *json.UnmarshalTypeError
+	if ok := asTypeError(err, &te); ok {
+		return "cannot decode " + te.Value + " as " + jsonKind(te.Type)
+	}
+	msg := strings.TrimPrefix(err.Error(), "json: ")
+	return msg
+}
+
+func asTypeError(err error, out **json.UnmarshalTypeError) bool {
+	te, ok := err.(*json.UnmarshalTypeError)
+	if ok {
+		*out = te
+	}
+	return ok
+}
+
+// jsonKind names what a Go type expects in JSON terms.
+func jsonKind(t reflect.Type) string {
+	if t == nil {
+		return "this field"
+	}
+	switch t.Kind() {
+	case reflect.Bool:
+		return "a boolean"
+	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64:
+		return "an integer (" + t.Kind().String() + ")"
+	case reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64:
+		return "a non-negative integer (" + t.Kind().String() + ")"
+	case reflect.Float32, reflect.Float64:
+		return "a number"
+	case reflect.String:
+		return "a string"
+	case reflect.Slice, reflect.Array:
+		return "a list"
+	case reflect.Map, reflect.Struct:
+		return "an object"
+	}
+	return t.String()
+}
