@@ -1,0 +1,112 @@
+package testguest
+
+// Markers framing the report the guest prints on its serial console.
+const (
+	BeginMarker = "=== TESTGUEST REPORT BEGIN ==="
+	EndMarker   = "=== TESTGUEST REPORT END ==="
+)
+
+// Kernel arguments that select what the guest does after its report.
+const (
+	// ActionPowerOff powers the guest off at once.
+	ActionPowerOff = "testguest.action=poweroff"
+	// ActionACPI waits and powers off when the ACPI power button is pressed.
+	ActionACPI = "testguest.action=acpi"
+	// ActionIgnore waits forever and ignores the ACPI power button.
+	ActionIgnore = "testguest.action=ignore"
+)
+
+// KernelArgs are the kernel arguments a VMI booting the test guest gives
+// (spec.domain.firmware.kernelBoot.kernelArgs), with one of the actions.
+const KernelArgs = "console=ttyS0 quiet"
+
+// initScript is the guest's /init, run by busybox's shell. It prints the
+// report between the markers: "cpus N", "memtotal_kib N", one
+// "disk NAME serial=S size=BYTES" per block device, one "nic NAME mac=M"
+// per network interface, and for every ISO9660 device
+// "iso NAME label=L" followed, for each file on it, by "file PATH", its
+// contents as "b64 ..." lines, and "endfile".
+const initScript = `#!/bin/busybox sh
+/bin/busybox mkdir -p /proc /sys /dev /mnt /tmp
+/bin/busybox mount -t devtmpfs devtmpfs /dev
+exec </dev/console >/dev/console 2>&1
+/bin/busybox --install -s /bin
+export PATH=/bin
+mount -t proc proc /proc
+mount -t sysfs sysfs /sys
+dmesg -n 1
+while read -r mod args; do
+	insmod "/lib/modules/$mod" $args || echo "testguest: insmod $mod failed"
+done < /etc/modules.load
+
+action=poweroff
+for arg in $(cat /proc/cmdline); do
+	case "$arg" in
+	testguest.action=*) action="${arg#testguest.action=}" ;;
+	esac
+done
+
+# Block devices show up while their drivers probe; wait until the list
+# stops changing (SCSI is scanned synchronously, virtio probes at insmod).
+prev=""
+for i in 1 2 3 4 5 6 7 8 9 10; do
+	cur="$(ls /sys/block)"
+	[ "$cur" = "$prev" ] && break
+	prev="$cur"
+	sleep 0.2
+done
+
+report() {
+	echo "cpus $(grep -c '^processor' /proc/cpuinfo)"
+	echo "memtotal_kib $(awk '/^MemTotal:/ {print $2}' /proc/meminfo)"
+	for d in /sys/block/*; do
+		[ -e "$d/device" ] || continue
+		name="${d##*/}"
+		serial=""
+		[ -r "$d/serial" ] && serial="$(cat "$d/serial")"
+		size=$(( $(cat "$d/size") * 512 ))
+		echo "disk $name serial=$serial size=$size"
+	done
+	for n in /sys/class/net/*; do
+		name="${n##*/}"
+		[ "$name" = lo ] && continue
+		echo "nic $name mac=$(cat "$n/address")"
+	done
+	for d in /sys/block/*; do
+		[ -e "$d/device" ] || continue
+		name="${d##*/}"
+		mkdir -p "/mnt/$name"
+		mount -t iso9660 -o ro "/dev/$name" "/mnt/$name" 2>/dev/null || continue
+		label="$(dd if="/dev/$name" bs=1 skip=32808 count=32 2>/dev/null | sed 's/ *$//')"
+		echo "iso $name label=$label"
+		(cd "/mnt/$name" && find . -type f) | sort | while read -r f; do
+			echo "file ${f#./}"
+			base64 "/mnt/$name/$f" | sed 's/^/b64 /'
+			echo "endfile"
+		done
+		umount "/mnt/$name"
+	done
+}
+
+echo "` + BeginMarker + `"
+report
+echo "` + EndMarker + `"
+
+case "$action" in
+poweroff)
+	sync
+	poweroff -f
+	;;
+acpi)
+	mkdir -p /etc/acpi/PWRF
+	printf '#!/bin/sh\necho "testguest: power button"\nsync\npoweroff -f\n' > /etc/acpi/PWRF/00000080
+	chmod 755 /etc/acpi/PWRF/00000080
+	acpid -d -c /etc/acpi >/dev/null 2>&1 &
+	echo "testguest: waiting for the ACPI power button"
+	;;
+*)
+	echo "testguest: ignoring ACPI"
+	;;
+esac
+while :; do sleep 3600; done
+`

@@ -1,0 +1,184 @@
+package testguest
+
+import (
+	"encoding/base64"
+	"fmt"
+	"strconv"
+	"strings"
+)
+
+// Report is what the test guest saw, as it printed it on its console.
+type Report struct {
+	CPUs        int
+	MemTotalKiB int64
+	Disks       []Disk
+	NICs        []NIC
+	ISOs        []ISO
+}
+
+// Disk is one block device of the guest.
+type Disk struct {
+	Name   string // kernel name: vda, sda, sr0
+	Serial string // empty when the bus exposes none
+	Size   int64  // bytes
+}
+
+// NIC is one network interface of the guest.
+type NIC struct {
+	Name string
+	MAC  string // lower case, colon separated
+}
+
+// ISO is a block device holding an ISO9660 file system, with its files.
+type ISO struct {
+	Device string
+	Label  string
+	Files  map[string][]byte // path relative to the root → contents
+}
+
+// ISO returns the first ISO labelled label, or nil.
+func (r *Report) ISO(label string) *ISO {
+	for i := range r.ISOs {
+		if r.ISOs[i].Label == label {
+			return &r.ISOs[i]
+		}
+	}
+	return nil
+}
+
+// UserData returns the user-data file of the ISO labelled "cidata".
+func (r *Report) UserData() (string, bool) {
+	iso := r.ISO("cidata")
+	if iso == nil {
+		return "", false
+	}
+	d, ok := iso.Files["user-data"]
+	return string(d), ok
+}
+
+// DiskBySerial returns the disk with serial s, or nil.
+func (r *Report) DiskBySerial(s string) *Disk {
+	for i := range r.Disks {
+		if r.Disks[i].Serial == s {
+			return &r.Disks[i]
+		}
+	}
+	return nil
+}
+
+// ParseConsole parses the last complete report in a serial console
+// transcript. Lines outside the markers are ignored, and so are unknown
+// lines inside them (kernel messages may slip in).
+func ParseConsole(text string) (Report, error) {
+	text = strings.ReplaceAll(text, "\r", "")
+	begin := strings.LastIndex(text, BeginMarker+"\n")
+	if begin < 0 {
+		return Report{}, fmt.Errorf("testguest: no %q line in the console output", BeginMarker)
+	}
+	body := text[begin+len(BeginMarker)+1:]
+	end := strings.Index(body, "\n"+EndMarker)
+	if end < 0 {
+		if strings.HasPrefix(body, EndMarker) {
+			end = 0
+		} else {
+			return Report{}, fmt.Errorf("testguest: report not finished (no %q line)", EndMarker)
+		}
+	}
+	var r Report
+	var iso *ISO
+	var file string
+	var b64 strings.Builder
+	inFile := false
+	for n, line := range strings.Split(body[:end], "\n") {
+		key, rest, _ := strings.Cut(line, " ")
+		bad := func(err error) error {
+			return fmt.Errorf("testguest: report line %d %q: %v", n+1, line, err)
+		}
+		if inFile {
+			switch key {
+			case "b64":
+				b64.WriteString(strings.TrimSpace(rest))
+			case "endfile":
+				data, err := base64.StdEncoding.DecodeString(b64.String())
+				if err != nil {
+					return Report{}, bad(err)
+				}
+				iso.Files[file] = data
+				inFile = false
+			}
+			continue
+		}
+		var err error
+		switch key {
+		case "cpus":
+			r.CPUs, err = strconv.Atoi(rest)
+		case "memtotal_kib":
+			r.MemTotalKiB, err = strconv.ParseInt(rest, 10, 64)
+		case "disk":
+			var d Disk
+			var fields map[string]string
+			d.Name, fields, err = nameAndFields(rest, "serial", "size")
+			if err == nil {
+				d.Serial = fields["serial"]
+				d.Size, err = strconv.ParseInt(fields["size"], 10, 64)
+				r.Disks = append(r.Disks, d)
+			}
+		case "nic":
+			var fields map[string]string
+			var name string
+			name, fields, err = nameAndFields(rest, "mac")
+			if err == nil {
+				r.NICs = append(r.NICs, NIC{Name: name, MAC: strings.ToLower(fields["mac"])})
+			}
+		case "iso":
+			var fields map[string]string
+			var name string
+			name, fields, err = nameAndFields(rest, "label")
+			if err == nil {
+				r.ISOs = append(r.ISOs, ISO{Device: name, Label: fields["label"], Files: map[string][]byte{}})
+				iso = &r.ISOs[len(r.ISOs)-1]
+			}
+		case "file":
+			if iso == nil {
+				err = fmt.Errorf("file before any iso line")
+			} else {
+				file, inFile = rest, true
+				b64.Reset()
+			}
+		}
+		if err != nil {
+			return Report{}, bad(err)
+		}
+	}
+	if inFile {
+		return Report{}, fmt.Errorf("testguest: file %q of the report not finished", file)
+	}
+	return r, nil
+}
+
+// nameAndFields splits "NAME k1=v1 k2=v2" where the last field's value may
+// hold spaces (a label) and earlier values may not; each of keys must be
+// present, in order.
+func nameAndFields(s string, keys ...string) (string, map[string]string, error) {
+	name, rest, _ := strings.Cut(s, " ")
+	if name == "" {
+		return "", nil, fmt.Errorf("no name")
+	}
+	fields := map[string]string{}
+	for i, k := range keys {
+		if !strings.HasPrefix(rest, k+"=") {
+			return "", nil, fmt.Errorf("no %s= field", k)
+		}
+		rest = rest[len(k)+1:]
+		if i == len(keys)-1 {
+			fields[k] = rest
+			break
+		}
+		next := strings.Index(rest, " "+keys[i+1]+"=")
+		if next < 0 {
+			return "", nil, fmt.Errorf("no %s= field", keys[i+1])
+		}
+		fields[k], rest = rest[:next], rest[next+1:]
+	}
+	return name, fields, nil
+}
