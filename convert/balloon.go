@@ -1,8 +1,29 @@
 package convert
 
-import "libvirt.org/go/libvirtxml"
+import (
+	v1 "kubevirt.io/api/core/v1"
+	"libvirt.org/go/libvirtxml"
+)
 
-// balloon is not written yet.
+// balloon adds the memory balloon: the virtio model with statistics every
+// Options.MemBalloonStatsPeriod seconds and free page reporting by KubeVirt's
+// rule (Options.FreePageReporting, unless the VMI is high-performance —
+// dedicated CPUs, realtime or hugepages — or has the
+// kubevirt.io/free-page-reporting-disabled annotation set to "true").
+// autoattachMemBalloon false gives the model "none": no balloon at all.
 func (c *converter) balloon(d *libvirtxml.Domain) error {
+	if switchedOff(c.spec.Domain.Devices.AutoattachMemBalloon) {
+		d.Devices.MemBalloon = &libvirtxml.DomainMemBalloon{Model: "none"}
+		return nil
+	}
+	b := &libvirtxml.DomainMemBalloon{Model: c.virtioModel, FreePageReporting: "off"}
+	if p := c.opts.MemBalloonStatsPeriod; p != 0 {
+		b.Stats = &libvirtxml.DomainMemBalloonStats{Period: p}
+	}
+	if c.opts.FreePageReporting && !c.vmi.IsHighPerformanceVMI() &&
+		c.vmi.Annotations[v1.FreePageReportingDisabledAnnotation] != "true" {
+		b.FreePageReporting = "on"
+	}
+	d.Devices.MemBalloon = b
 	return nil
 }

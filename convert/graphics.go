@@ -1,8 +1,52 @@
 package convert
 
-import "libvirt.org/go/libvirtxml"
+import (
+	"slices"
 
-// graphics is not written yet.
+	"k8s.io/apimachinery/pkg/util/validation/field"
+	"libvirt.org/go/libvirtxml"
+)
+
+// KubeVirt's video defaults.
+const (
+	videoHeads = 1
+	videoVRAM  = 16384 // KiB
+)
+
+// videoTypes are the video models spec.domain.devices.video.type may name.
+var videoTypes = []string{"vga", "bochs", "virtio", "cirrus", "ramfb", "qxl"}
+
+// graphics adds a VNC server listening on the Layout's VNC socket and the
+// video device behind it, as KubeVirt does on amd64: spec.domain.devices.video
+// when set, else bochs for EFI guests (when Options.BochsForEFIGuests) and
+// VGA for the others. autoattachGraphicsDevice false leaves both out.
 func (c *converter) graphics(d *libvirtxml.Domain) error {
+	devs := &c.spec.Domain.Devices
+	videoPath := devicesPath.Child("video")
+	if switchedOff(devs.AutoattachGraphicsDevice) {
+		if devs.Video != nil {
+			return field.Forbidden(videoPath, "a video device needs graphics; autoattachGraphicsDevice is false")
+		}
+		return nil
+	}
+	d.Devices.Graphics = append(d.Devices.Graphics, libvirtxml.DomainGraphic{
+		VNC: &libvirtxml.DomainGraphicVNC{
+			Listeners: []libvirtxml.DomainGraphicListener{{
+				Socket: &libvirtxml.DomainGraphicListenerSocket{Socket: c.paths.VNCSocket},
+			}},
+		},
+	})
+
+	model := libvirtxml.DomainVideoModel{Type: "vga", Heads: videoHeads, VRam: videoVRAM}
+	switch {
+	case devs.Video != nil && devs.Video.Type != "":
+		if !slices.Contains(videoTypes, devs.Video.Type) {
+			return field.NotSupported(videoPath.Child("type"), devs.Video.Type, videoTypes)
+		}
+		model.Type = devs.Video.Type
+	case c.opts.BochsForEFIGuests && c.vmi.IsBootloaderEFI():
+		model = libvirtxml.DomainVideoModel{Type: "bochs", Heads: videoHeads}
+	}
+	d.Devices.Videos = append(d.Devices.Videos, libvirtxml.DomainVideo{Model: model})
 	return nil
 }

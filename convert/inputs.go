@@ -1,8 +1,122 @@
 package convert
 
-import "libvirt.org/go/libvirtxml"
+import (
+	"fmt"
+	"path"
+	"slices"
 
-// inputs is not written yet.
+	"k8s.io/apimachinery/pkg/util/validation/field"
+	v1 "kubevirt.io/api/core/v1"
+	"libvirt.org/go/libvirtxml"
+)
+
+// defaultInputName names the tablet that autoattachInputDevice adds, as
+// KubeVirt's VM controller names it.
+const defaultInputName = "default-0"
+
+// inputs adds spec.domain.devices.inputs: tablets on the USB (the default
+// bus) or virtio bus, alias ua-<name>. When autoattachInputDevice is true
+// and the VMI has no input, a USB tablet "default-0" is added, as KubeVirt
+// does. USB redirection (spec.domain.devices.clientPassthrough) adds
+// KubeVirt's four redirection channels, and panic devices are added here
+// too: both are small devices that no other area owns.
 func (c *converter) inputs(d *libvirtxml.Domain) error {
+	devs := &c.spec.Domain.Devices
+	inputs := devs.Inputs
+	if len(inputs) == 0 && switchedOn(devs.AutoattachInputDevice) {
+		inputs = []v1.Input{{Name: defaultInputName, Type: v1.InputTypeTablet, Bus: v1.InputBusUSB}}
+	}
+	for i, in := range inputs {
+		fp := devicesPath.Child("inputs").Index(i)
+		bus := in.Bus
+		switch bus {
+		case "":
+			bus = v1.InputBusUSB
+		case v1.InputBusUSB, v1.InputBusVirtio:
+		default:
+			return field.NotSupported(fp.Child("bus"), string(in.Bus), []string{string(v1.InputBusUSB), string(v1.InputBusVirtio)})
+		}
+		if in.Type != v1.InputTypeTablet && in.Type != "" {
+			return field.NotSupported(fp.Child("type"), string(in.Type), []string{string(v1.InputTypeTablet)})
+		}
+		input := libvirtxml.DomainInput{Type: string(v1.InputTypeTablet), Bus: string(bus), Alias: uaAlias(in.Name)}
+		if bus == v1.InputBusVirtio {
+			input.Model = v1.VirtIO
+		}
+		d.Devices.Inputs = append(d.Devices.Inputs, input)
+	}
+	if err := c.usbRedirection(d); err != nil {
+		return err
+	}
+	return c.panicDevices(d)
+}
+
+// usbRedirectionChannels is how many USB devices a client may redirect
+// (KubeVirt's UsbClientPassthroughMaxNumberOf).
+const usbRedirectionChannels = v1.UsbClientPassthroughMaxNumberOf
+
+// usbRedirection adds KubeVirt's USB redirection channels when
+// spec.domain.devices.clientPassthrough is set: unix sockets that a client
+// such as virtctl usbredir connects to. They live next to the VNC socket,
+// named virt-usbredir-0 … virt-usbredir-3 as in virt-launcher's pod.
+func (c *converter) usbRedirection(d *libvirtxml.Domain) error {
+	if c.spec.Domain.Devices.ClientPassthrough == nil {
+		return nil
+	}
+	if c.paths.VNCSocket == "" {
+		return field.Forbidden(devicesPath.Child("clientPassthrough"),
+			"the layout names no socket folder for USB redirection")
+	}
+	dir := path.Dir(c.paths.VNCSocket)
+	for i := range usbRedirectionChannels {
+		d.Devices.RedirDevs = append(d.Devices.RedirDevs, libvirtxml.DomainRedirDev{
+			Bus: "usb",
+			Source: &libvirtxml.DomainChardevSource{
+				UNIX: &libvirtxml.DomainChardevSourceUNIX{Mode: "bind", Path: fmt.Sprintf("%s/virt-usbredir-%d", dir, i)},
+			},
+		})
+	}
 	return nil
 }
+
+// panicModels are the panic device models KubeVirt accepts.
+var panicModels = []string{string(v1.Isa), string(v1.Hyperv), string(v1.Pvpanic)}
+
+// panicDevices adds spec.domain.devices.panicDevices; a device without a
+// model gets libvirt's default for the machine.
+func (c *converter) panicDevices(d *libvirtxml.Domain) error {
+	for i, p := range c.spec.Domain.Devices.PanicDevices {
+		var model string
+		if p.Model != nil {
+			model = string(*p.Model)
+			if !slices.Contains(panicModels, model) {
+				return field.NotSupported(devicesPath.Child("panicDevices").Index(i).Child("model"), model, panicModels)
+			}
+		}
+		d.Devices.Panics = append(d.Devices.Panics, libvirtxml.DomainPanic{Model: model})
+	}
+	return nil
+}
+
+// usesUSB reports whether the devices of this file and hostdevices.go need a
+// USB controller: a USB input, USB redirection or a USB host device. (Disks
+// on the USB bus need one too; controllers.go checks those.)
+func (c *converter) usesUSB() bool {
+	devs := &c.spec.Domain.Devices
+	for _, in := range devs.Inputs {
+		if in.Bus == "" || in.Bus == v1.InputBusUSB {
+			return true
+		}
+	}
+	if len(devs.Inputs) == 0 && switchedOn(devs.AutoattachInputDevice) {
+		return true
+	}
+	return devs.ClientPassthrough != nil || c.usbHostDevices()
+}
+
+// switchedOn reports whether an optional switch is set and true.
+func switchedOn(b *bool) bool { return b != nil && *b }
+
+// switchedOff reports whether an optional switch is set and false (most
+// autoattach switches default to true).
+func switchedOff(b *bool) bool { return b != nil && !*b }

@@ -1,8 +1,231 @@
 package convert
 
-import "libvirt.org/go/libvirtxml"
+import (
+	"fmt"
+	"net"
+	"slices"
+	"strings"
 
-// interfaces is not written yet.
+	"k8s.io/apimachinery/pkg/util/validation/field"
+	v1 "kubevirt.io/api/core/v1"
+	"libvirt.org/go/libvirtxml"
+)
+
+// interfaceModels are the NIC models a VMI may ask for; virtio becomes the
+// converter's virtio model (transitional or not).
+var interfaceModels = []string{"e1000", "e1000e", "igb", "ne2k_pci", "pcnet", "rtl8139", v1.VirtIO}
+
+// maxNetworkQueues caps the queues of a multi-queue virtio NIC: the most a
+// tap device has (KubeVirt's MultiQueueMaxQueues).
+const maxNetworkQueues = 256
+
+// interfaces adds a libvirt <interface> for every bridge or masquerade
+// interface of the VMI, in spec order, attached as the Layout says. SR-IOV
+// interfaces become host devices (see hostDevices) and need an
+// Options.HostDevices entry; absent interfaces are left out; every other
+// binding is refused.
 func (c *converter) interfaces(d *libvirtxml.Domain) error {
+	devs := &c.spec.Domain.Devices
+	for i := range devs.Interfaces {
+		iface := &devs.Interfaces[i]
+		path := devicesPath.Child("interfaces").Index(i)
+		if iface.State == v1.InterfaceStateAbsent {
+			continue
+		}
+		network := c.networkByName(iface.Name)
+		if network == nil {
+			return field.Invalid(path.Child("name"), iface.Name, "no network of spec.networks has this name")
+		}
+		if err := checkBinding(path, iface); err != nil {
+			return err
+		}
+		if iface.SRIOV != nil {
+			if _, _, err := c.lookupHostDevice(path.Child("sriov"), iface.Name, false, hostDevPCI); err != nil {
+				return err
+			}
+			continue // a host device, added by hostDevices
+		}
+		nic, err := c.domainInterface(path, iface, network)
+		if err != nil {
+			return err
+		}
+		d.Devices.Interfaces = append(d.Devices.Interfaces, nic)
+	}
 	return nil
+}
+
+// checkBinding refuses the bindings that need KubeVirt's pod networking
+// machinery or a cluster's binding plugins.
+func checkBinding(path *field.Path, iface *v1.Interface) error {
+	refused := []struct {
+		set   bool
+		field string
+		why   string
+	}{
+		{iface.DeprecatedSlirp != nil, "slirp", "the slirp binding was removed from KubeVirt (v1.3)"},
+		{iface.DeprecatedMacvtap != nil, "macvtap", "the macvtap binding was removed from KubeVirt (v1.3)"},
+		{iface.DeprecatedPasst != nil, "passt", "the passt binding was removed from KubeVirt (v1.3)"},
+		{iface.PasstBinding != nil, "passtBinding", "the passt binding needs KubeVirt's pod network setup; use bridge or masquerade with a Layout that attaches them"},
+		{iface.Binding != nil, "binding", "network binding plugins need a cluster's KubeVirt configuration"},
+	}
+	for _, r := range refused {
+		if r.set {
+			return field.Forbidden(path.Child(r.field), r.why)
+		}
+	}
+	if iface.Bridge == nil && iface.Masquerade == nil && iface.SRIOV == nil {
+		return field.Required(path, "a binding method is required: bridge, masquerade or sriov")
+	}
+	return nil
+}
+
+// networkByName returns the spec.networks entry of an interface.
+func (c *converter) networkByName(name string) *v1.Network {
+	for i := range c.spec.Networks {
+		if c.spec.Networks[i].Name == name {
+			return &c.spec.Networks[i]
+		}
+	}
+	return nil
+}
+
+// domainInterface builds the <interface> of a bridge or masquerade interface
+// as KubeVirt's tap binding does: model, MAC, guest PCI address, ACPI index,
+// boot order (the NIC's option ROM is switched off unless it boots), link
+// state, virtio queues, alias ua-<name>.
+func (c *converter) domainInterface(path *field.Path, iface *v1.Interface, network *v1.Network) (libvirtxml.DomainInterface, error) {
+	nic := libvirtxml.DomainInterface{Alias: uaAlias(iface.Name)}
+
+	model := iface.Model
+	if model == "" {
+		model = v1.VirtIO
+	}
+	if !slices.Contains(interfaceModels, model) {
+		return nic, field.NotSupported(path.Child("model"), model, interfaceModels)
+	}
+	if model == v1.VirtIO {
+		nic.Model = &libvirtxml.DomainInterfaceModel{Type: c.virtioModel}
+		if q := c.networkQueues(); q > 0 {
+			nic.Driver = &libvirtxml.DomainInterfaceDriver{Name: "vhost", Queues: q}
+		}
+	} else {
+		nic.Model = &libvirtxml.DomainInterfaceModel{Type: model}
+	}
+
+	att, err := c.opts.Layout.Interface(c.vmi, iface, network)
+	if err != nil {
+		return nic, err
+	}
+	if err := attach(&nic, att); err != nil {
+		return nic, field.Invalid(path, iface.Name, err.Error())
+	}
+	if att.Type == "user" && att.Backend == "passt" {
+		nic.PortForward = passtPortForwards(iface.Ports)
+	}
+
+	if iface.MacAddress != "" {
+		mac, err := net.ParseMAC(iface.MacAddress)
+		if err != nil || len(mac) != 6 {
+			return nic, field.Invalid(path.Child("macAddress"), iface.MacAddress, "not a 6-byte MAC address such as de:ad:00:00:be:af")
+		}
+		nic.MAC = &libvirtxml.DomainInterfaceMAC{Address: mac.String()}
+	}
+	if iface.PciAddress != "" {
+		addr, err := parsePCIAddress(iface.PciAddress)
+		if err != nil {
+			return nic, field.Invalid(path.Child("pciAddress"), iface.PciAddress, err.Error())
+		}
+		nic.Address = &libvirtxml.DomainAddress{PCI: addr}
+	}
+	if iface.ACPIIndex > 0 {
+		nic.ACPI = &libvirtxml.DomainDeviceACPI{Index: uint(iface.ACPIIndex)}
+	}
+	if iface.BootOrder != nil {
+		nic.Boot = &libvirtxml.DomainDeviceBoot{Order: *iface.BootOrder}
+	} else {
+		nic.ROM = &libvirtxml.DomainROM{Enabled: "no"}
+	}
+	switch iface.State {
+	case "", v1.InterfaceStateLinkUp:
+	case v1.InterfaceStateLinkDown:
+		nic.Link = &libvirtxml.DomainInterfaceLink{State: "down"}
+	default:
+		return nic, field.NotSupported(path.Child("state"), string(iface.State),
+			[]string{string(v1.InterfaceStateLinkUp), string(v1.InterfaceStateLinkDown), string(v1.InterfaceStateAbsent)})
+	}
+	return nic, nil
+}
+
+// networkQueues is the queue count of virtio NICs: one per vCPU (at most
+// maxNetworkQueues) when spec.domain.devices.networkInterfaceMultiqueue is
+// true, else 0 (libvirt's default, one queue).
+func (c *converter) networkQueues() uint {
+	if mq := c.spec.Domain.Devices.NetworkInterfaceMultiQueue; mq == nil || !*mq {
+		return 0
+	}
+	return min(c.vcpus(), maxNetworkQueues)
+}
+
+// attach writes a Layout's host-side attachment into an <interface>.
+func attach(nic *libvirtxml.DomainInterface, att InterfaceAttachment) error {
+	src := &libvirtxml.DomainInterfaceSource{}
+	switch att.Type {
+	case "ethernet":
+		src.Ethernet = &libvirtxml.DomainInterfaceSourceEthernet{}
+	case "user", "":
+		src.User = &libvirtxml.DomainInterfaceSourceUser{}
+	case "bridge":
+		if att.Source == "" {
+			return fmt.Errorf("the layout attaches it to a bridge without naming one")
+		}
+		src.Bridge = &libvirtxml.DomainInterfaceSourceBridge{Bridge: att.Source}
+	case "network":
+		if att.Source == "" {
+			return fmt.Errorf("the layout attaches it to a libvirt network without naming one")
+		}
+		src.Network = &libvirtxml.DomainInterfaceSourceNetwork{Network: att.Source}
+	default:
+		return fmt.Errorf("the layout attaches it as %q; supported: ethernet, user, bridge, network", att.Type)
+	}
+	nic.Source = src
+	if att.Target != "" {
+		nic.Target = &libvirtxml.DomainInterfaceTarget{Dev: att.Target, Managed: att.Managed}
+	}
+	if att.Backend != "" {
+		if src.User == nil {
+			return fmt.Errorf("the layout sets backend %q on a %s attachment; backends are for user-mode networking", att.Backend, att.Type)
+		}
+		nic.Backend = &libvirtxml.DomainInterfaceBackend{Type: att.Backend}
+	}
+	return nil
+}
+
+// passtPortForwards forwards an interface's ports into the guest through a
+// passt backend, TCP and UDP in one range list each; no ports forwards all.
+func passtPortForwards(ports []v1.Port) []libvirtxml.DomainInterfaceSourcePortForward {
+	var tcp, udp []libvirtxml.DomainInterfaceSourcePortForwardRange
+	for _, p := range ports {
+		r := libvirtxml.DomainInterfaceSourcePortForwardRange{Start: uint(p.Port)}
+		if strings.EqualFold(p.Protocol, "udp") {
+			udp = append(udp, r)
+		} else {
+			tcp = append(tcp, r)
+		}
+	}
+	if len(tcp) == 0 && len(udp) == 0 {
+		return []libvirtxml.DomainInterfaceSourcePortForward{{Proto: "tcp"}, {Proto: "udp"}}
+	}
+	var out []libvirtxml.DomainInterfaceSourcePortForward
+	if len(tcp) > 0 {
+		out = append(out, libvirtxml.DomainInterfaceSourcePortForward{Proto: "tcp", Ranges: tcp})
+	}
+	if len(udp) > 0 {
+		out = append(out, libvirtxml.DomainInterfaceSourcePortForward{Proto: "udp", Ranges: udp})
+	}
+	return out
+}
+
+// uaAlias is KubeVirt's user alias of a device: "ua-<name>".
+func uaAlias(name string) *libvirtxml.DomainAlias {
+	return &libvirtxml.DomainAlias{Name: "ua-" + name}
 }
