@@ -163,6 +163,11 @@ type Observation struct {
 	GracePeriod bool
 	// AgentConnected tells whether the guest agent's channel is connected.
 	AgentConnected bool
+	// Started tells whether the domain has run for this VMI. Until it has,
+	// an inactive domain has not been started yet, whatever its reason
+	// says (the reason may be left over from an earlier VMI of the same
+	// name): it is Scheduled.
+	Started bool
 }
 
 // HasGracePeriod reports whether vmi has a termination grace period, as
@@ -223,6 +228,8 @@ var crashedRules = map[Reason]phaseRule{
 //
 //   - no domain: Pending for a VMI never seen, Failed for one that was
 //     Running (its domain vanished under it), else the previous phase;
+//   - shut off before it was ever started (Observation.Started false):
+//     Scheduled;
 //   - shut off: Succeeded after a guest power-off, a save or a snapshot
 //     restore; Failed after a crash or a panic; a destroyed domain is
 //     Failed when ACPI was on and a grace period was set (the guest ignored
@@ -247,10 +254,15 @@ func Phase(o Observation, prev v1.VirtualMachineInstancePhase) v1.VirtualMachine
 	}
 	var rule phaseRule
 	switch o.State {
+	// Until the domain has run, its reason is not this VMI's: no rule.
 	case StateShutoff:
-		rule = shutoffRules[o.Reason]
+		if o.Started {
+			rule = shutoffRules[o.Reason]
+		}
 	case StateCrashed:
-		rule = crashedRules[o.Reason]
+		if o.Started {
+			rule = crashedRules[o.Reason]
+		}
 	case StatePaused:
 		rule = always(v1.Running)
 		if o.Reason == PausedPostcopyFailed {

@@ -13,8 +13,9 @@ import (
 // Where this library departs from KubeVirt the row says so.
 func TestPhase(t *testing.T) {
 	on := func(s State, r Reason) Observation {
-		return Observation{Defined: true, State: s, Reason: r, ACPI: true, GracePeriod: true}
+		return Observation{Defined: true, State: s, Reason: r, ACPI: true, GracePeriod: true, Started: true}
 	}
+	fresh := func(o Observation) Observation { o.Started = false; return o }
 	noACPI := func(o Observation) Observation { o.ACPI = false; return o }
 	noGrace := func(o Observation) Observation { o.GracePeriod = false; return o }
 	tests := []struct {
@@ -37,6 +38,10 @@ func TestPhase(t *testing.T) {
 		{"defined after pending", on(StateShutoff, ShutoffUnknown), v1.Pending, v1.Scheduled},
 		{"defined, scheduled", on(StateShutoff, ShutoffUnknown), v1.Scheduled, v1.Scheduled},
 		{"failed to start keeps phase", on(StateShutoff, ShutoffFailed), v1.Scheduled, v1.Scheduled},
+		// A shut-off domain left over from an earlier VMI of the same name.
+		{"not started, stale shutdown reason", fresh(on(StateShutoff, ShutoffShutdown)), "", v1.Scheduled},
+		{"not started, stale crash reason", fresh(on(StateShutoff, ShutoffCrashed)), v1.Scheduled, v1.Scheduled},
+		{"not started, crashed state", fresh(on(StateCrashed, CrashedPanicked)), v1.Pending, v1.Scheduled},
 
 		// Running family.
 		{"running", on(StateRunning, 1), v1.Scheduled, v1.Running},
