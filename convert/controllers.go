@@ -1,8 +1,116 @@
 package convert
 
-import "libvirt.org/go/libvirtxml"
+import (
+	"strings"
 
-// controllers is not written yet.
+	v1 "kubevirt.io/api/core/v1"
+	"libvirt.org/go/libvirtxml"
+)
+
+// controllers writes the domain's controllers as KubeVirt does, in its
+// order: the USB controller (model none unless something needs USB), the
+// virtio-scsi controller (unless hotplug is off and no disk is on SCSI), a
+// pcie-root without 64-bit PCI hole when the VMI's annotation
+// kubevirt.io/disablePCIHole64 is "true", and the virtio-serial controller
+// when the serial console is auto-attached.
 func (c *converter) controllers(d *libvirtxml.Domain) error {
+	devs := &c.spec.Domain.Devices
+	usb := "none"
+	if c.needsUSB() {
+		usb = "qemu-xhci"
+	}
+	d.Devices.Controllers = append(d.Devices.Controllers, controller("usb", usb))
+
+	if c.needsSCSIController() {
+		scsi := controller("scsi", c.virtioModel)
+		scsi.Driver = c.scsiControllerDriver()
+		d.Devices.Controllers = append(d.Devices.Controllers, scsi)
+	}
+
+	if strings.EqualFold(c.vmi.Annotations[v1.DisablePCIHole64], "true") {
+		root := controller("pci", "pcie-root")
+		root.PCI = &libvirtxml.DomainControllerPCI{
+			Hole64: &libvirtxml.DomainControllerPCIHole64{Size: 0, Unit: "KiB"},
+		}
+		d.Devices.Controllers = append(d.Devices.Controllers, root)
+	}
+
+	if devs.AutoattachSerialConsole == nil || *devs.AutoattachSerialConsole {
+		d.Devices.Controllers = append(d.Devices.Controllers, controller("virtio-serial", c.virtioModel))
+	}
 	return nil
+}
+
+func controller(kind, model string) libvirtxml.DomainController {
+	index := uint(0)
+	return libvirtxml.DomainController{Type: kind, Index: &index, Model: model}
+}
+
+// needsUSB tells whether the guest needs a USB controller: for a USB input
+// (an input without bus is on USB), a disk, LUN or CD-ROM on the USB bus,
+// USB client passthrough, or a host device that Options map to a USB device.
+// KubeVirt looks only at plain disks on USB; a USB CD-ROM or LUN without a
+// controller would not start, so they count here too.
+func (c *converter) needsUSB() bool {
+	devs := &c.spec.Domain.Devices
+	for _, in := range devs.Inputs {
+		if in.Bus == v1.InputBusUSB || in.Bus == "" {
+			return true
+		}
+	}
+	for i := range devs.Disks {
+		if diskBus(&devs.Disks[i]) == v1.DiskBusUSB {
+			return true
+		}
+	}
+	if devs.ClientPassthrough != nil {
+		return true
+	}
+	for _, hd := range devs.HostDevices {
+		if h, ok := c.opts.HostDevices[hd.Name]; ok && h.USBVendor != "" {
+			return true
+		}
+	}
+	return false
+}
+
+// needsSCSIController tells whether the VMI gets KubeVirt's virtio-scsi
+// controller: always while disk hotplug is on, otherwise only for SCSI disks.
+func (c *converter) needsSCSIController() bool {
+	devs := &c.spec.Domain.Devices
+	if !devs.DisableHotplug {
+		return true
+	}
+	for i := range devs.Disks {
+		if diskBus(&devs.Disks[i]) == v1.DiskBusSCSI {
+			return true
+		}
+	}
+	return false
+}
+
+// scsiControllerDriver gives the SCSI controller an IO thread and one queue
+// per vCPU when a SCSI disk asks for a dedicated IO thread and the VMI has
+// shared IO threads: the thread is the shared one that follows the virtio
+// disks' round-robin, as KubeVirt picks it.
+func (c *converter) scsiControllerDriver() *libvirtxml.DomainControllerDriver {
+	disks := c.spec.Domain.Devices.Disks
+	wanted := false
+	for i := range disks {
+		if diskBus(&disks[i]) == v1.DiskBusSCSI && hasDedicatedIOThread(&disks[i]) {
+			wanted = true
+		}
+	}
+	plan, err := c.ioThreadPlan()
+	if !wanted || err != nil || plan.shared == 0 {
+		return nil
+	}
+	thread := uint(1)
+	for i := range disks {
+		if diskBus(&disks[i]) == v1.DiskBusVirtio && !hasDedicatedIOThread(&disks[i]) {
+			thread = thread%plan.shared + 1
+		}
+	}
+	queues := c.vcpus()
+	return &libvirtxml.DomainControllerDriver{IOThread: thread, Queues: &queues}
 }

@@ -1,8 +1,340 @@
 package convert
 
-import "libvirt.org/go/libvirtxml"
+import (
+	"fmt"
+	"regexp"
+	"slices"
+	"strings"
 
-// disks is not written yet.
+	"k8s.io/apimachinery/pkg/util/validation/field"
+	v1 "kubevirt.io/api/core/v1"
+	"libvirt.org/go/libvirtxml"
+)
+
+// disks writes one <disk> per spec.domain.devices.disks entry, in spec
+// order, as KubeVirt's converter does: device kind and bus, target name,
+// model, serial, boot order, driver (cache, io, error policy, discard,
+// queues, IO threads), readonly, shareable, alias ua-<name>, and the host
+// side of its volume from the Layout. Every volume must be used by a disk
+// (api.Default adds a disk for each volume without one).
 func (c *converter) disks(d *libvirtxml.Domain) error {
+	plan, err := c.ioThreadPlan()
+	if err != nil {
+		return err
+	}
+	b := &diskBuilder{
+		c:       c,
+		threads: newIOThreadAssigner(plan),
+		names:   newTargetNamer(c.vmi),
+		volumes: map[string]int{},
+	}
+	for i := range c.spec.Volumes {
+		if _, dup := b.volumes[c.spec.Volumes[i].Name]; !dup {
+			b.volumes[c.spec.Volumes[i].Name] = i
+		}
+	}
+	used := map[string]bool{}
+	for i := range c.spec.Domain.Devices.Disks {
+		disk, err := b.disk(i)
+		if err != nil {
+			return err
+		}
+		d.Devices.Disks = append(d.Devices.Disks, disk)
+		used[c.spec.Domain.Devices.Disks[i].Name] = true
+	}
+	for i := range c.spec.Volumes {
+		if name := c.spec.Volumes[i].Name; !used[name] {
+			return field.Invalid(volumePath(i).Child("name"), name, "no disk uses this volume")
+		}
+	}
+	return nil
+}
+
+// diskBuilder carries the state shared by a VMI's disks: target names and
+// IO threads are handed out in spec order.
+type diskBuilder struct {
+	c       *converter
+	threads *ioThreadAssigner
+	names   *targetNamer
+	volumes map[string]int // volume name -> index in spec.volumes
+}
+
+// diskDevice is what a disk's device kind says: libvirt's device name, the
+// field it was set under, its bus, whether it is read-only, and a CD-ROM's
+// tray.
+type diskDevice struct {
+	device   string // "disk", "lun" or "cdrom"
+	bus      v1.DiskBus
+	readOnly bool
+	tray     v1.TrayState
+}
+
+var diskBuses = []string{string(v1.DiskBusVirtio), string(v1.DiskBusSATA), string(v1.DiskBusSCSI), string(v1.DiskBusUSB)}
+
+// deviceOf reads and checks the device kind of a disk.
+func deviceOf(disk *v1.Disk, p *field.Path) (diskDevice, error) {
+	var dev diskDevice
+	kinds := 0
+	if t := disk.Disk; t != nil {
+		kinds++
+		dev = diskDevice{device: "disk", bus: t.Bus, readOnly: t.ReadOnly}
+	}
+	if t := disk.LUN; t != nil {
+		kinds++
+		dev = diskDevice{device: "lun", bus: t.Bus, readOnly: t.ReadOnly}
+	}
+	if t := disk.CDRom; t != nil {
+		kinds++
+		dev = diskDevice{device: "cdrom", bus: t.Bus, readOnly: t.ReadOnly == nil || *t.ReadOnly, tray: t.Tray}
+	}
+	switch {
+	case kinds == 0:
+		return dev, field.Required(p, "one of disk, lun or cdrom")
+	case kinds > 1:
+		return dev, field.Invalid(p, disk.Name, "only one of disk, lun or cdrom may be set")
+	}
+	busPath := p.Child(dev.device, "bus")
+	if dev.device == "cdrom" {
+		busPath = p.Child("cdrom", "bus")
+	}
+	switch _, known := busPrefix[dev.bus]; {
+	case dev.bus == "":
+		return dev, field.Required(busPath, "api.Default sets it")
+	case !known:
+		return dev, field.NotSupported(busPath, dev.bus, diskBuses)
+	case dev.device == "cdrom" && dev.bus == v1.DiskBusVirtio:
+		return dev, field.Invalid(busPath, dev.bus, "a CD-ROM cannot be on the virtio bus")
+	case dev.device == "disk" && dev.bus == v1.DiskBusSATA && dev.readOnly:
+		return dev, field.Invalid(p.Child("disk", "readonly"), true, "SATA hard disks cannot be read-only")
+	}
+	switch dev.tray {
+	case "", v1.TrayStateOpen, v1.TrayStateClosed:
+	default:
+		return dev, field.NotSupported(p.Child("cdrom", "tray"), dev.tray,
+			[]string{string(v1.TrayStateOpen), string(v1.TrayStateClosed)})
+	}
+	return dev, nil
+}
+
+var (
+	// serialPattern is the serial syntax KubeVirt admits (and libvirt's
+	// schema accepts).
+	serialPattern = regexp.MustCompile(`^[A-Za-z0-9_.+-]+$`)
+
+	diskCaches = []string{string(v1.CacheNone), string(v1.CacheWriteThrough), string(v1.CacheWriteBack)}
+	diskIOs    = []string{string(v1.IOThreads), string(v1.IONative)}
+	errorPols  = []string{
+		string(v1.DiskErrorPolicyStop), string(v1.DiskErrorPolicyIgnore),
+		string(v1.DiskErrorPolicyReport), string(v1.DiskErrorPolicyEnospace),
+	}
+)
+
+// disk converts spec.domain.devices.disks[i].
+func (b *diskBuilder) disk(i int) (libvirtxml.DomainDisk, error) {
+	c := b.c
+	spec := &c.spec.Domain.Devices.Disks[i]
+	p := devicesPath.Child("disks").Index(i)
+	dev, err := deviceOf(spec, p)
+	if err != nil {
+		return libvirtxml.DomainDisk{}, err
+	}
+	if err := checkDiskFields(spec, dev, p); err != nil {
+		return libvirtxml.DomainDisk{}, err
+	}
+
+	target, unit := b.names.name(spec.Name, dev.bus)
+	out := libvirtxml.DomainDisk{
+		Device: dev.device,
+		Target: &libvirtxml.DomainDiskTarget{Dev: target, Bus: string(dev.bus), Tray: string(dev.tray)},
+		Serial: spec.Serial,
+		Alias:  &libvirtxml.DomainAlias{Name: "ua-" + spec.Name},
+	}
+	if dev.bus == v1.DiskBusSCSI {
+		zero, u := uint(0), unit
+		out.Address = &libvirtxml.DomainAddress{Drive: &libvirtxml.DomainAddressDrive{Controller: &zero, Bus: &zero, Unit: &u}}
+	}
+	if spec.Disk != nil && spec.Disk.PciAddress != "" {
+		if dev.bus != v1.DiskBusVirtio {
+			return out, field.Invalid(p.Child("disk", "pciAddress"), spec.Disk.PciAddress, "only virtio disks have a PCI address")
+		}
+		addr, err := parsePCIAddress(spec.Disk.PciAddress)
+		if err != nil {
+			return out, field.Invalid(p.Child("disk", "pciAddress"), spec.Disk.PciAddress, err.Error())
+		}
+		out.Address = &libvirtxml.DomainAddress{PCI: addr}
+	}
+	if dev.device == "disk" && dev.bus == v1.DiskBusVirtio {
+		out.Model = c.virtioModel
+	}
+	if dev.readOnly {
+		out.ReadOnly = &libvirtxml.DomainDiskReadOnly{}
+	}
+	cache := string(spec.Cache)
+	if spec.Shareable != nil && *spec.Shareable {
+		if cache == "" {
+			cache = string(v1.CacheNone)
+		}
+		out.Shareable = &libvirtxml.DomainDiskShareable{}
+	}
+	driver := &libvirtxml.DomainDiskDriver{Name: "qemu", Cache: cache, IO: string(spec.IO)}
+	if dev.device != "cdrom" {
+		driver.Discard = "unmap"
+	}
+	if m := c.spec.Domain.Devices.BlockMultiQueue; m != nil && *m && dev.bus == v1.DiskBusVirtio {
+		queues := c.vcpus()
+		driver.Queues = &queues
+	}
+	out.Driver = driver
+	if spec.BootOrder != nil {
+		out.Boot = &libvirtxml.DomainDeviceBoot{Order: *spec.BootOrder}
+	}
+	if bs := spec.BlockSize; bs != nil && bs.Custom != nil {
+		out.BlockIO = &libvirtxml.DomainDiskBlockIO{
+			LogicalBlockSize:   bs.Custom.Logical,
+			PhysicalBlockSize:  bs.Custom.Physical,
+			DiscardGranularity: bs.Custom.DiscardGranularity,
+		}
+	}
+
+	if err := b.source(&out, spec, dev, p); err != nil {
+		return out, err
+	}
+
+	out.Driver.ErrorPolicy = string(v1.DiskErrorPolicyStop)
+	if spec.ErrorPolicy != nil {
+		out.Driver.ErrorPolicy = string(*spec.ErrorPolicy)
+	}
+	if dev.bus == v1.DiskBusVirtio {
+		b.threads.assign(spec, out.Driver)
+	} else if hasDedicatedIOThread(spec) && (dev.bus != v1.DiskBusSCSI || c.scsiControllerDriver() == nil) {
+		return out, field.Invalid(p.Child("dedicatedIOThread"), true,
+			fmt.Sprintf("IO threads are not supported for disks on a %s bus", dev.bus))
+	}
+	return out, nil
+}
+
+// checkDiskFields refuses the values of a disk's fields that the domain
+// cannot carry.
+func checkDiskFields(spec *v1.Disk, dev diskDevice, p *field.Path) error {
+	switch {
+	case spec.Serial != "" && dev.device != "disk":
+		return field.Invalid(p.Child("serial"), spec.Serial, "KubeVirt gives a serial to disks only, not to LUNs or CD-ROMs")
+	case spec.Serial != "" && !serialPattern.MatchString(spec.Serial):
+		return field.Invalid(p.Child("serial"), spec.Serial, "must be made of the characters [A-Za-z0-9_.+-]")
+	case spec.Cache != "" && !slices.Contains(diskCaches, string(spec.Cache)):
+		return field.NotSupported(p.Child("cache"), spec.Cache, diskCaches)
+	case spec.IO != "" && !slices.Contains(diskIOs, string(spec.IO)):
+		return field.NotSupported(p.Child("io"), spec.IO, diskIOs)
+	case spec.ErrorPolicy != nil && !slices.Contains(errorPols, string(*spec.ErrorPolicy)):
+		return field.NotSupported(p.Child("errorPolicy"), *spec.ErrorPolicy, errorPols)
+	case spec.BootOrder != nil && *spec.BootOrder < 1:
+		return field.Invalid(p.Child("bootOrder"), *spec.BootOrder, "must be at least 1")
+	case spec.ChangedBlockTracking != nil && *spec.ChangedBlockTracking:
+		return field.Forbidden(p.Child("changedBlockTracking"), "changed block tracking is not supported")
+	}
+	if spec.Shareable != nil && *spec.Shareable {
+		if dev.device != "disk" {
+			return field.Invalid(p.Child("shareable"), true, "KubeVirt shares disks only, not LUNs or CD-ROMs")
+		}
+		if spec.Cache != "" && spec.Cache != v1.CacheNone {
+			return field.Invalid(p.Child("cache"), spec.Cache, "a shareable disk needs cache none")
+		}
+	}
+	if bs := spec.BlockSize; bs != nil && bs.Custom == nil && bs.MatchVolume != nil &&
+		(bs.MatchVolume.Enabled == nil || *bs.MatchVolume.Enabled) {
+		return field.Forbidden(p.Child("blockSize", "matchVolume"),
+			"matching the volume's block size needs a look at the host; set blockSize.custom")
+	}
+	return nil
+}
+
+// reservationLayout is a Layout that runs its own persistent-reservation
+// helper (qemu-pr-helper) for LUNs: ReservationSocket is its socket. For
+// other layouts, libvirt starts a managed helper.
+type reservationLayout interface {
+	ReservationSocket() string
+}
+
+// source fills the host side of a disk from its volume.
+func (b *diskBuilder) source(out *libvirtxml.DomainDisk, spec *v1.Disk, dev diskDevice, p *field.Path) error {
+	c := b.c
+	index, ok := b.volumes[spec.Name]
+	if !ok {
+		if dev.device != "cdrom" {
+			return field.NotFound(p.Child("name"), spec.Name)
+		}
+		// A CD-ROM without a volume is an empty drive.
+		out.Source = &libvirtxml.DomainDiskSource{Block: &libvirtxml.DomainDiskSourceBlock{}}
+		out.Driver.Type = "raw"
+		out.Driver.Discard = "unmap"
+		return nil
+	}
+	vol := &c.spec.Volumes[index]
+	src, err := c.opts.Layout.Volume(c.vmi, index)
+	if err != nil {
+		return err
+	}
+	kinds := volumeKinds(vol)
+	if len(kinds) != 1 {
+		return field.Invalid(volumePath(index), vol.Name, "a volume has exactly one source")
+	}
+	kind := kinds[0]
+
+	switch src.Type {
+	case "", "file":
+		out.Source = &libvirtxml.DomainDiskSource{File: &libvirtxml.DomainDiskSourceFile{File: src.Path}}
+	case "block":
+		out.Source = &libvirtxml.DomainDiskSource{Block: &libvirtxml.DomainDiskSourceBlock{Dev: src.Path}}
+	default:
+		return fmt.Errorf("convert: layout gave volume %q the disk type %q; want file or block", vol.Name, src.Type)
+	}
+	out.Driver.Type = src.Format
+	if src.BackingPath != "" {
+		backing := &libvirtxml.DomainDiskSource{File: &libvirtxml.DomainDiskSourceFile{File: src.BackingPath}}
+		if strings.HasPrefix(src.BackingPath, "/dev/") {
+			backing = &libvirtxml.DomainDiskSource{Block: &libvirtxml.DomainDiskSourceBlock{Dev: src.BackingPath}}
+		}
+		out.BackingStore = &libvirtxml.DomainDiskBackingStore{
+			Format: &libvirtxml.DomainDiskFormat{Type: src.BackingFormat},
+			Source: backing,
+		}
+	}
+	if dev.device == "cdrom" && discardOnCDROM[kind] {
+		out.Driver.Discard = "unmap"
+	}
+
+	switch kind {
+	case volDownwardMetrics:
+		if dev.device != "disk" || dev.bus != v1.DiskBusVirtio {
+			return field.Invalid(p, spec.Name, "a downwardMetrics volume needs a disk on the virtio bus")
+		}
+		// KubeVirt gives the metrics disk a plain read-only driver.
+		out.ReadOnly = &libvirtxml.DomainDiskReadOnly{}
+		out.Driver = &libvirtxml.DomainDiskDriver{Name: "qemu", Type: "raw"}
+	case volPVC:
+		if vol.PersistentVolumeClaim.ReadOnly && !dev.readOnly {
+			return field.Invalid(volumePath(index).Child("persistentVolumeClaim", "readOnly"), true,
+				fmt.Sprintf("a read-only claim needs a read-only disk (%s)", p.Child(dev.device, "readonly")))
+		}
+	}
+
+	if dev.device == "lun" {
+		if src.Type != "block" {
+			return field.Invalid(p.Child("lun"), spec.Name,
+				fmt.Sprintf("a LUN needs a block device; %s is a file on the host", volumePath(index)))
+		}
+		if spec.LUN.Reservation {
+			res := &libvirtxml.DomainDiskReservations{Managed: "yes"}
+			if rl, ok := c.opts.Layout.(reservationLayout); ok {
+				res = &libvirtxml.DomainDiskReservations{
+					Managed: "no",
+					Source: &libvirtxml.DomainDiskReservationsSource{
+						UNIX: &libvirtxml.DomainChardevSourceUNIX{Path: rl.ReservationSocket(), Mode: "client"},
+					},
+				}
+			}
+			out.Source.Reservations = res
+		}
+	}
 	return nil
 }

@@ -4,7 +4,9 @@ import (
 	"fmt"
 	"net/url"
 	"path"
+	"strings"
 
+	"k8s.io/apimachinery/pkg/util/validation/field"
 	v1 "kubevirt.io/api/core/v1"
 )
 
@@ -13,9 +15,31 @@ import (
 // containerDisk images and kernel-boot files come from ImageStore.
 //
 // ImageStore layout: an image reference (e.g. "quay.io/x/cirros:1.0") maps
-// to the folder ImageStore/<url.PathEscape(reference)>/, which is the
-// image's file system: its disk is disk.img there (or the containerDisk's
-// path), and kernel-boot files are at their kernelPath and initrdPath.
+// to the folder ImageStore/<url.PathEscape(reference)>/ (a leading "." is
+// escaped too, as "%2E"), which is the image's file system: its disk is
+// disk.img there (or the file at the containerDisk's path), and kernel-boot
+// files are at their kernelPath and initrdPath. The disk may be raw or qcow2.
+//
+// Volumes, by source (<state> is StateFolder(vmi); VolumeArtifact tells the
+// launcher what to create for each):
+//
+//	containerDisk         <state>/disks/<volume>.qcow2: a qcow2 overlay over the image's disk, made with
+//	                      qemu-img create -F <its format> -b <ImageFolder(image)>/disk.img (or /<path>)
+//	ephemeral             <state>/disks/<volume>.qcow2: a qcow2 overlay over the claim's disk (Claims)
+//	emptyDisk             <state>/disks/<volume>.qcow2: an empty qcow2 of the volume's capacity
+//	cloudInitNoCloud      <state>/cloud-init/nocloud.iso (ISO 9660, label cidata)
+//	cloudInitConfigDrive  <state>/cloud-init/configdrive.iso (ISO 9660, label config-2)
+//	configMap, secret,    <state>/config/<volume>.iso: an ISO of the volume's files
+//	serviceAccount,
+//	downwardAPI
+//	persistentVolumeClaim the disk Claims names for its claimName
+//	dataVolume            the disk Claims names for the data volume's name
+//	hostDisk              its path as written (a block device when under /dev/); type DiskOrCreate
+//	                      creates a sparse raw file of its capacity when missing
+//
+// sysprep, downwardMetrics and memoryDump volumes are refused. The overlays
+// carry their backing file in their qcow2 header, so the domain names only
+// the overlay, without a <backingStore>.
 type HostLayout struct {
 	// StateDir holds one folder per VMI. Required.
 	StateDir string
@@ -27,11 +51,174 @@ type HostLayout struct {
 	// Networks maps a multus networkName to its attachment (a bridge or a
 	// libvirt network). A multus network missing here is an error.
 	Networks map[string]InterfaceAttachment
+	// Claims maps the claimName of a persistentVolumeClaim (also the claim
+	// under an ephemeral volume) or the name of a dataVolume to the host
+	// disk behind it: Type "file" (the default) or "block", an absolute Path,
+	// Format "raw" (the default) or "qcow2". A claim missing here is an error.
+	Claims map[string]DiskSource
 }
 
-// Volume returns the host path of spec.volumes[index]. Not written yet.
+// HostArtifactKind says what the launcher makes for a volume in the host
+// layout.
+type HostArtifactKind string
+
+// What the launcher makes for each volume source.
+const (
+	// ArtifactNone: nothing; the file or device exists (a claim, a hostDisk
+	// of type Disk).
+	ArtifactNone HostArtifactKind = ""
+	// ArtifactOverlay: a qcow2 overlay at Path over BackingPath
+	// (containerDisk, ephemeral).
+	ArtifactOverlay HostArtifactKind = "overlay"
+	// ArtifactEmptyDisk: an empty qcow2 of the emptyDisk's capacity.
+	ArtifactEmptyDisk HostArtifactKind = "emptyDisk"
+	// ArtifactNoCloud: a cloud-init NoCloud ISO (label cidata).
+	ArtifactNoCloud HostArtifactKind = "cloudInitNoCloud"
+	// ArtifactConfigDrive: a cloud-init ConfigDrive ISO (label config-2).
+	ArtifactConfigDrive HostArtifactKind = "cloudInitConfigDrive"
+	// ArtifactConfigISO: an ISO of a configMap, secret, serviceAccount or
+	// downwardAPI volume's files.
+	ArtifactConfigISO HostArtifactKind = "configISO"
+	// ArtifactHostDisk: a hostDisk of type DiskOrCreate; a sparse raw file
+	// of its capacity when Path does not exist yet.
+	ArtifactHostDisk HostArtifactKind = "hostDisk"
+)
+
+// HostArtifact is the host file behind one volume in the host layout, and
+// what the launcher makes there before the domain starts.
+type HostArtifact struct {
+	Volume string // spec.volumes[Index].name
+	Index  int
+	Kind   HostArtifactKind
+	// Path is the file or block device the domain's disk uses.
+	Path string
+	// Block is true when Path is a block device.
+	Block bool
+	// Format is the disk format at Path: "raw" or "qcow2".
+	Format string
+	// BackingPath and BackingFormat are an overlay's backing disk. An empty
+	// BackingFormat (containerDisk images) is to be probed (qemu-img info).
+	BackingPath, BackingFormat string
+}
+
+// VolumeArtifact returns the host file behind spec.volumes[index] and what
+// the launcher makes there. It is pure: it computes paths, it never looks at
+// them. Errors are *field.Error values naming the volume's field.
+func (l HostLayout) VolumeArtifact(vmi *v1.VirtualMachineInstance, index int) (HostArtifact, error) {
+	v, kind, err := checkVolume(vmi, index)
+	if err != nil {
+		return HostArtifact{}, err
+	}
+	state := l.StateFolder(vmi)
+	a := HostArtifact{Volume: v.Name, Index: index, Format: "raw"}
+	disk := path.Join(state, "disks", v.Name+".qcow2")
+	p := volumePath(index)
+	switch kind {
+	case volContainerDisk:
+		image := "disk.img"
+		if cd := v.ContainerDisk; cd.Path != "" {
+			image = path.Clean("/" + cd.Path)
+		}
+		a.Kind, a.Path, a.Format = ArtifactOverlay, disk, "qcow2"
+		a.BackingPath = path.Join(l.ImageFolder(v.ContainerDisk.Image), image)
+	case volEphemeral:
+		claim := v.Ephemeral.PersistentVolumeClaim.ClaimName
+		base, err := l.claim(claim, p.Child("ephemeral", "persistentVolumeClaim", "claimName"))
+		if err != nil {
+			return HostArtifact{}, err
+		}
+		a.Kind, a.Path, a.Format = ArtifactOverlay, disk, "qcow2"
+		a.BackingPath, a.BackingFormat = base.Path, base.Format
+	case volEmptyDisk:
+		a.Kind, a.Path, a.Format = ArtifactEmptyDisk, disk, "qcow2"
+	case volCloudInitNoCloud:
+		a.Kind, a.Path = ArtifactNoCloud, path.Join(state, "cloud-init", "nocloud.iso")
+	case volCloudInitConfigDrive:
+		a.Kind, a.Path = ArtifactConfigDrive, path.Join(state, "cloud-init", "configdrive.iso")
+	case volConfigMap, volSecret, volServiceAccount, volDownwardAPI:
+		a.Kind, a.Path = ArtifactConfigISO, path.Join(state, "config", v.Name+".iso")
+	case volPVC, volDataVolume:
+		name, fp := "", p
+		if kind == volPVC {
+			name, fp = v.PersistentVolumeClaim.ClaimName, p.Child("persistentVolumeClaim", "claimName")
+		} else {
+			name, fp = v.DataVolume.Name, p.Child("dataVolume", "name")
+		}
+		src, err := l.claim(name, fp)
+		if err != nil {
+			return HostArtifact{}, err
+		}
+		a.Path, a.Format, a.Block = src.Path, src.Format, src.Type == "block"
+	case volHostDisk:
+		a.Path = path.Clean(v.HostDisk.Path)
+		a.Block = strings.HasPrefix(a.Path, "/dev/")
+		if v.HostDisk.Type == v1.HostDiskExistsOrCreate {
+			if a.Block {
+				return HostArtifact{}, field.Invalid(p.Child("hostDisk", "type"), v.HostDisk.Type,
+					"a block device cannot be created")
+			}
+			a.Kind = ArtifactHostDisk
+		}
+	default:
+		return HostArtifact{}, field.NotSupported(p.Child(string(kind)), "set", hostVolumeKinds)
+	}
+	return a, nil
+}
+
+// hostVolumeKinds are the volume sources the host layout places.
+var hostVolumeKinds = []string{
+	string(volContainerDisk), string(volPVC), string(volDataVolume), string(volHostDisk),
+	string(volEmptyDisk), string(volEphemeral), string(volCloudInitNoCloud),
+	string(volCloudInitConfigDrive), string(volConfigMap), string(volSecret),
+	string(volServiceAccount), string(volDownwardAPI),
+}
+
+// Artifacts returns VolumeArtifact for every volume of the VMI, in order.
+func (l HostLayout) Artifacts(vmi *v1.VirtualMachineInstance) ([]HostArtifact, error) {
+	out := make([]HostArtifact, 0, len(vmi.Spec.Volumes))
+	for i := range vmi.Spec.Volumes {
+		a, err := l.VolumeArtifact(vmi, i)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, a)
+	}
+	return out, nil
+}
+
+// claim returns the host disk Claims names for a claim or data volume, with
+// its defaults filled in.
+func (l HostLayout) claim(name string, fp *field.Path) (DiskSource, error) {
+	src, ok := l.Claims[name]
+	if !ok {
+		return DiskSource{}, field.NotFound(fp, name)
+	}
+	if src.Type == "" {
+		src.Type = "file"
+	}
+	if src.Format == "" {
+		src.Format = "raw"
+	}
+	if src.Type != "file" && src.Type != "block" {
+		return DiskSource{}, field.Invalid(fp, name, fmt.Sprintf("HostLayout.Claims: type %q: want file or block", src.Type))
+	}
+	if !strings.HasPrefix(src.Path, "/") {
+		return DiskSource{}, field.Invalid(fp, name, fmt.Sprintf("HostLayout.Claims: path %q is not absolute", src.Path))
+	}
+	return src, nil
+}
+
+// Volume returns the host disk of spec.volumes[index] (see VolumeArtifact).
 func (l HostLayout) Volume(vmi *v1.VirtualMachineInstance, index int) (DiskSource, error) {
-	return DiskSource{}, fmt.Errorf("not written yet")
+	a, err := l.VolumeArtifact(vmi, index)
+	if err != nil {
+		return DiskSource{}, err
+	}
+	src := DiskSource{Type: "file", Path: a.Path, Format: a.Format}
+	if a.Block {
+		src.Type = "block"
+	}
+	return src, nil
 }
 
 // Paths returns the VMI's paths in its state folder; kernel-boot files come
@@ -63,7 +250,12 @@ func (l HostLayout) StateFolder(vmi *v1.VirtualMachineInstance) string {
 }
 
 // ImageFolder returns the image store folder of an image reference,
-// ImageStore/<url.PathEscape(reference)>.
+// ImageStore/<url.PathEscape(reference)>, with a leading "." escaped as
+// "%2E" so that no reference names the store itself or its parent.
 func (l HostLayout) ImageFolder(reference string) string {
-	return path.Join(l.ImageStore, url.PathEscape(reference))
+	name := url.PathEscape(reference)
+	if strings.HasPrefix(name, ".") {
+		name = "%2E" + name[1:]
+	}
+	return path.Join(l.ImageStore, name)
 }

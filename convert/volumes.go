@@ -1,0 +1,164 @@
+package convert
+
+import (
+	"strings"
+
+	"k8s.io/apimachinery/pkg/util/validation/field"
+	v1 "kubevirt.io/api/core/v1"
+)
+
+// volumeKind names the source of a volume, by its field in the VMI.
+type volumeKind string
+
+// The volume sources a disk can use.
+const (
+	volContainerDisk        volumeKind = "containerDisk"
+	volPVC                  volumeKind = "persistentVolumeClaim"
+	volDataVolume           volumeKind = "dataVolume"
+	volHostDisk             volumeKind = "hostDisk"
+	volEmptyDisk            volumeKind = "emptyDisk"
+	volEphemeral            volumeKind = "ephemeral"
+	volCloudInitNoCloud     volumeKind = "cloudInitNoCloud"
+	volCloudInitConfigDrive volumeKind = "cloudInitConfigDrive"
+	volConfigMap            volumeKind = "configMap"
+	volSecret               volumeKind = "secret"
+	volServiceAccount       volumeKind = "serviceAccount"
+	volDownwardAPI          volumeKind = "downwardAPI"
+	volSysprep              volumeKind = "sysprep"
+	volDownwardMetrics      volumeKind = "downwardMetrics"
+	volMemoryDump           volumeKind = "memoryDump"
+	volContainerPath        volumeKind = "containerPath"
+)
+
+// volumeKinds lists which source fields of a volume are set.
+func volumeKinds(v *v1.Volume) []volumeKind {
+	s := &v.VolumeSource
+	set := []struct {
+		on   bool
+		kind volumeKind
+	}{
+		{s.ContainerDisk != nil, volContainerDisk},
+		{s.PersistentVolumeClaim != nil, volPVC},
+		{s.DataVolume != nil, volDataVolume},
+		{s.HostDisk != nil, volHostDisk},
+		{s.EmptyDisk != nil, volEmptyDisk},
+		{s.Ephemeral != nil, volEphemeral},
+		{s.CloudInitNoCloud != nil, volCloudInitNoCloud},
+		{s.CloudInitConfigDrive != nil, volCloudInitConfigDrive},
+		{s.ConfigMap != nil, volConfigMap},
+		{s.Secret != nil, volSecret},
+		{s.ServiceAccount != nil, volServiceAccount},
+		{s.DownwardAPI != nil, volDownwardAPI},
+		{s.Sysprep != nil, volSysprep},
+		{s.DownwardMetrics != nil, volDownwardMetrics},
+		{s.MemoryDump != nil, volMemoryDump},
+		{s.ContainerPath != nil, volContainerPath},
+	}
+	var kinds []volumeKind
+	for _, k := range set {
+		if k.on {
+			kinds = append(kinds, k.kind)
+		}
+	}
+	return kinds
+}
+
+// volumePath is the field path of spec.volumes[index].
+func volumePath(index int) *field.Path {
+	return specPath.Child("volumes").Index(index)
+}
+
+// checkVolume returns the one source of spec.volumes[index] that a layout
+// is asked to place, after the checks both layouts share: exactly one
+// source, a name that is safe as a file name, no hot-plug, no utility
+// volumes, a containerDisk image and path that stay inside their folders.
+func checkVolume(vmi *v1.VirtualMachineInstance, index int) (*v1.Volume, volumeKind, error) {
+	if index < 0 || index >= len(vmi.Spec.Volumes) {
+		return nil, "", field.NotFound(volumePath(index), index)
+	}
+	v := &vmi.Spec.Volumes[index]
+	p := volumePath(index)
+	if v.Name == "" || v.Name == "." || v.Name == ".." || strings.ContainsAny(v.Name, "/\x00") {
+		return nil, "", field.Invalid(p.Child("name"), v.Name, "must be usable as a file name")
+	}
+	kinds := volumeKinds(v)
+	switch {
+	case len(kinds) == 0:
+		return nil, "", field.Required(p, "a volume source")
+	case len(kinds) > 1:
+		return nil, "", field.Invalid(p, kinds, "a volume has exactly one source")
+	}
+	kind := kinds[0]
+	switch kind {
+	case volMemoryDump, volContainerPath:
+		return nil, "", field.NotSupported(p.Child(string(kind)), "set", diskVolumeKinds)
+	case volPVC:
+		if v.PersistentVolumeClaim.Hotpluggable {
+			return nil, "", field.Forbidden(p.Child(string(kind), "hotpluggable"), "hot-plugged volumes are not supported")
+		}
+		if v.PersistentVolumeClaim.ClaimName == "" {
+			return nil, "", field.Required(p.Child(string(kind), "claimName"), "")
+		}
+	case volDataVolume:
+		if v.DataVolume.Hotpluggable {
+			return nil, "", field.Forbidden(p.Child(string(kind), "hotpluggable"), "hot-plugged volumes are not supported")
+		}
+		if v.DataVolume.Name == "" {
+			return nil, "", field.Required(p.Child(string(kind), "name"), "")
+		}
+	case volEphemeral:
+		if v.Ephemeral.PersistentVolumeClaim == nil || v.Ephemeral.PersistentVolumeClaim.ClaimName == "" {
+			return nil, "", field.Required(p.Child(string(kind), "persistentVolumeClaim", "claimName"), "")
+		}
+	case volHostDisk:
+		hd := v.HostDisk
+		if hd.Path == "" || !strings.HasPrefix(hd.Path, "/") {
+			return nil, "", field.Invalid(p.Child(string(kind), "path"), hd.Path, "must be an absolute path")
+		}
+		if hd.Type != v1.HostDiskExists && hd.Type != v1.HostDiskExistsOrCreate {
+			return nil, "", field.NotSupported(p.Child(string(kind), "type"), hd.Type,
+				[]string{string(v1.HostDiskExists), string(v1.HostDiskExistsOrCreate)})
+		}
+	case volContainerDisk:
+		cd := v.ContainerDisk
+		if cd.Image == "" {
+			return nil, "", field.Required(p.Child(string(kind), "image"), "")
+		}
+		if strings.Contains(cd.Image, "..") {
+			return nil, "", field.Invalid(p.Child(string(kind), "image"), cd.Image, `must not contain ".."`)
+		}
+		if hasDotDot(cd.Path) {
+			return nil, "", field.Invalid(p.Child(string(kind), "path"), cd.Path, `must not contain ".." components`)
+		}
+	}
+	return v, kind, nil
+}
+
+// diskVolumeKinds are the sources a disk may use.
+var diskVolumeKinds = []string{
+	string(volContainerDisk), string(volPVC), string(volDataVolume), string(volHostDisk),
+	string(volEmptyDisk), string(volEphemeral), string(volCloudInitNoCloud),
+	string(volCloudInitConfigDrive), string(volConfigMap), string(volSecret),
+	string(volServiceAccount), string(volDownwardAPI), string(volSysprep), string(volDownwardMetrics),
+}
+
+// hasDotDot tells whether a slash-separated path has a ".." component.
+func hasDotDot(p string) bool {
+	for _, part := range strings.Split(p, "/") {
+		if part == ".." {
+			return true
+		}
+	}
+	return false
+}
+
+// discardOnCDROM tells whether a CD-ROM backed by a volume of this kind gets
+// discard=unmap, as KubeVirt's converter sets it per source (disks and LUNs
+// always get it).
+var discardOnCDROM = map[volumeKind]bool{
+	volContainerDisk: true,
+	volPVC:           true,
+	volDataVolume:    true,
+	volEmptyDisk:     true,
+	volEphemeral:     true,
+}
