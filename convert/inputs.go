@@ -98,9 +98,9 @@ func (c *converter) panicDevices(d *libvirtxml.Domain) error {
 	return nil
 }
 
-// usesUSB reports whether the devices of this file and hostdevices.go need a
-// USB controller: a USB input, USB redirection or a USB host device. (Disks
-// on the USB bus need one too; controllers.go checks those.)
+// usesUSB reports whether the devices of this file need a USB controller: a
+// USB input or USB redirection. (Disks on the USB bus need one too;
+// controllers.go checks those. USB host devices are refused for now.)
 func (c *converter) usesUSB() bool {
 	devs := &c.spec.Domain.Devices
 	for _, in := range devs.Inputs {
@@ -111,7 +111,7 @@ func (c *converter) usesUSB() bool {
 	if len(devs.Inputs) == 0 && switchedOn(devs.AutoattachInputDevice) {
 		return true
 	}
-	return devs.ClientPassthrough != nil || c.usbHostDevices()
+	return devs.ClientPassthrough != nil
 }
 
 // switchedOn reports whether an optional switch is set and true.
