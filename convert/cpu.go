@@ -20,11 +20,13 @@ var cpuPath = domainPath.Child("cpu")
 func (c *converter) cpu(d *libvirtxml.Domain) error {
 	spec := c.spec.Domain.CPU
 	if spec != nil {
+		// KubeVirt's realtime needs guestMappingPassthrough; both need the
+		// host's NUMA cells of Options.CPUSet, which Options do not carry.
+		if spec.Realtime != nil {
+			return field.Forbidden(cpuPath.Child("realtime"), "realtime VMIs need a NUMA topology passed through from the host, which the converter is not given")
+		}
 		if spec.NUMA != nil && spec.NUMA.GuestMappingPassthrough != nil {
 			return field.Forbidden(cpuPath.Child("numa", "guestMappingPassthrough"), "mapping the host's NUMA cells into the guest needs the host's NUMA topology, which the converter is not given")
-		}
-		if spec.Realtime != nil {
-			return field.Forbidden(cpuPath.Child("realtime"), "realtime vCPU scheduling is not converted")
 		}
 	}
 	t := c.cpuTopology()
