@@ -1,0 +1,183 @@
+// Command launch runs one KubeVirt VMI on libvirt and prints each change of
+// its status as one line until it ends or is interrupted.
+//
+//	go run ./examples/launch [-uri qemu:///system] [-emulate] FILE
+//
+// Each line starts with the phase: "phase=Scheduled", "phase=Running
+// ready=True machine=pc-q35-7.2 iface=default/52:54:00:…", ... Ctrl-C (or
+// SIGTERM) stops the VMI gracefully — the ACPI power button, then destroy
+// after spec.terminationGracePeriodSeconds — and prints the final phase.
+// When the VMI has ended, its domain and state folder are deleted (unless
+// -keep). The exit status is 0 when the VMI Succeeded, 1 otherwise.
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"log/slog"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+	"time"
+
+	k8sv1 "k8s.io/api/core/v1"
+	v1 "kubevirt.io/api/core/v1"
+
+	"github.com/vmi2libvirt/vmi2libvirt/api"
+	"github.com/vmi2libvirt/vmi2libvirt/convert"
+	"github.com/vmi2libvirt/vmi2libvirt/domain"
+	"github.com/vmi2libvirt/vmi2libvirt/launcher"
+)
+
+func main() {
+	uri := flag.String("uri", launcher.DefaultURI, "libvirt connection URI")
+	emulate := flag.Bool("emulate", false, "run the guest under emulation (domain type qemu) even where KVM is available")
+	stateDir := flag.String("state-dir", launcher.DefaultStateDir, "folder holding one state folder per VMI")
+	imageStore := flag.String("image-store", launcher.DefaultImageStore, "image store for containerDisks and kernel boot")
+	keep := flag.Bool("keep", false, "keep the domain and its state folder after the VMI ended")
+	verbose := flag.Bool("v", false, "log the launcher's steps to stderr")
+	flag.Usage = func() {
+		fmt.Fprintln(os.Stderr, "usage: launch [-uri URI] [-emulate] [-state-dir DIR] [-image-store DIR] [-keep] [-v] FILE")
+		flag.PrintDefaults()
+	}
+	flag.Parse()
+	if flag.NArg() != 1 {
+		flag.Usage()
+		os.Exit(2)
+	}
+	os.Exit(run(flag.Arg(0), launcher.Config{
+		URI:     *uri,
+		Emulate: *emulate,
+		Layout:  convert.HostLayout{StateDir: *stateDir, ImageStore: *imageStore},
+		Logger:  logger(*verbose),
+	}, *keep))
+}
+
+func logger(verbose bool) *slog.Logger {
+	if !verbose {
+		return nil
+	}
+	return slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelDebug}))
+}
+
+func run(file string, cfg launcher.Config, keep bool) int {
+	fail := func(err error) int {
+		fmt.Fprintf(os.Stderr, "launch: %s: %v\n", file, err)
+		return 1
+	}
+	data, err := os.ReadFile(file)
+	if err != nil {
+		return fail(err)
+	}
+	vmi, err := api.Decode(data)
+	if err != nil {
+		return fail(err)
+	}
+	interrupted, stopSignals := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stopSignals()
+
+	l, err := launcher.New(interrupted, cfg)
+	if err != nil {
+		return fail(err)
+	}
+	defer l.Close()
+
+	// Print every status change; report the final phase when it comes.
+	watchCtx, stopWatch := context.WithCancel(context.Background())
+	defer stopWatch()
+	final := make(chan v1.VirtualMachineInstancePhase, 1)
+	printed := make(chan struct{})
+	go func() {
+		defer close(printed)
+		last := ""
+		for ev := range l.Watch(watchCtx) {
+			if line := statusLine(ev.Status); line != last {
+				fmt.Println(line)
+				last = line
+			}
+			if domain.IsFinal(ev.Status.Phase) {
+				final <- ev.Status.Phase
+				return
+			}
+		}
+	}()
+
+	syncErr := l.Sync(interrupted, vmi)
+	if syncErr != nil && interrupted.Err() == nil {
+		return fail(syncErr)
+	}
+	var phase v1.VirtualMachineInstancePhase
+	select {
+	case phase = <-final:
+	case <-interrupted.Done():
+		stopSignals() // a second Ctrl-C kills the program
+		grace := int64(v1.DefaultGracePeriodSeconds)
+		if t := vmi.Spec.TerminationGracePeriodSeconds; t != nil {
+			grace = *t
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), time.Duration(grace)*time.Second+30*time.Second)
+		defer cancel()
+		if err := l.Stop(ctx, vmi); err != nil {
+			return fail(err)
+		}
+		select {
+		case phase = <-final:
+		case <-time.After(5 * time.Second):
+			st, err := l.Status(ctx, vmi)
+			if err != nil {
+				return fail(err)
+			}
+			phase = st.Phase
+			fmt.Println(statusLine(st))
+		}
+	}
+	stopWatch()
+	<-printed
+	if !keep {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		if err := l.Delete(ctx, vmi); err != nil {
+			return fail(err)
+		}
+	}
+	if phase != v1.Succeeded {
+		return 1
+	}
+	return 0
+}
+
+// statusLine formats a status as one line of key=value pairs, the phase
+// first.
+func statusLine(st v1.VirtualMachineInstanceStatus) string {
+	parts := []string{"phase=" + string(st.Phase)}
+	for _, c := range st.Conditions {
+		switch c.Type {
+		case v1.VirtualMachineInstanceReady:
+			parts = append(parts, "ready="+string(c.Status))
+		case v1.VirtualMachineInstancePaused:
+			if c.Status == k8sv1.ConditionTrue {
+				parts = append(parts, "paused="+c.Reason)
+			}
+		case v1.VirtualMachineInstanceAgentConnected:
+			if c.Status == k8sv1.ConditionTrue {
+				parts = append(parts, "agent=connected")
+			}
+		}
+	}
+	if st.Machine != nil {
+		parts = append(parts, "machine="+st.Machine.Type)
+	}
+	for _, i := range st.Interfaces {
+		s := "iface=" + i.Name + "/" + i.MAC
+		if len(i.IPs) > 0 {
+			s += "/" + strings.Join(i.IPs, ",")
+		}
+		parts = append(parts, s)
+	}
+	if st.GuestOSInfo.PrettyName != "" {
+		parts = append(parts, fmt.Sprintf("os=%q", st.GuestOSInfo.PrettyName))
+	}
+	return strings.Join(parts, " ")
+}

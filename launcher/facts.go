@@ -1,0 +1,133 @@
+package launcher
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"slices"
+
+	"libvirt.org/go/libvirt"
+	"libvirt.org/go/libvirtxml"
+
+	"github.com/vmi2libvirt/vmi2libvirt/convert"
+)
+
+// hostFacts are what the launcher probes of the host once per connection.
+type hostFacts struct {
+	// libVersion is libvirt's version, major*1e6 + minor*1e3 + release.
+	libVersion uint32
+	// kvm tells whether libvirt can run KVM domains.
+	kvm bool
+	// efi are the OVMF files found, zero when none.
+	efi convert.EFIFirmware
+}
+
+// firmwareSets are the OVMF file sets the launcher looks for, in order:
+// Debian and Ubuntu (4M and 2M flash) and Fedora, RHEL and KubeVirt images.
+var firmwareSets = []convert.EFIFirmware{
+	{
+		Code:           "/usr/share/OVMF/OVMF_CODE_4M.fd",
+		Vars:           "/usr/share/OVMF/OVMF_VARS_4M.fd",
+		SecureBootCode: "/usr/share/OVMF/OVMF_CODE_4M.secboot.fd",
+		SecureBootVars: "/usr/share/OVMF/OVMF_VARS_4M.ms.fd",
+	},
+	{
+		Code:           "/usr/share/OVMF/OVMF_CODE.fd",
+		Vars:           "/usr/share/OVMF/OVMF_VARS.fd",
+		SecureBootCode: "/usr/share/OVMF/OVMF_CODE.secboot.fd",
+		SecureBootVars: "/usr/share/OVMF/OVMF_VARS.ms.fd",
+	},
+	{
+		Code:           "/usr/share/edk2/ovmf/OVMF_CODE.fd",
+		Vars:           "/usr/share/edk2/ovmf/OVMF_VARS.fd",
+		SecureBootCode: "/usr/share/edk2/ovmf/OVMF_CODE.secboot.fd",
+		SecureBootVars: "/usr/share/edk2/ovmf/OVMF_VARS.secboot.fd",
+	},
+}
+
+// hostFacts returns the host facts of the current connection, probing them
+// on first use.
+func (l *Launcher) hostFacts(ctx context.Context) (hostFacts, error) {
+	l.factsMu.Lock()
+	defer l.factsMu.Unlock()
+	var f hostFacts
+	var cached bool
+	err := l.do(ctx, func(c *libvirt.Connect) error {
+		if l.facts != nil {
+			f, cached = *l.facts, true
+			return nil
+		}
+		var err error
+		f, err = probe(c)
+		if err == nil {
+			l.facts = &f
+		}
+		return err
+	})
+	if err == nil && !cached {
+		l.log.Info("host probed", "libvirt", f.libVersion, "kvm", f.kvm, "ovmf", f.efi.Code)
+	}
+	return f, err
+}
+
+// probe asks libvirt for the host facts.
+func probe(c *libvirt.Connect) (hostFacts, error) {
+	var f hostFacts
+	v, err := c.GetLibVersion()
+	if err != nil {
+		return f, wrapErr(err, "read libvirt version")
+	}
+	f.libVersion = v
+	virtType := "qemu"
+	if _, err := c.GetDomainCapabilities("", "x86_64", "", "kvm", 0); err == nil {
+		f.kvm, virtType = true, "kvm"
+	}
+	var loaders []string
+	if raw, err := c.GetDomainCapabilities("", "x86_64", "q35", virtType, 0); err == nil {
+		caps := &libvirtxml.DomainCaps{}
+		if caps.Unmarshal(raw) == nil && caps.OS != nil && caps.OS.Loader != nil {
+			loaders = caps.OS.Loader.Values
+		}
+	}
+	for _, set := range firmwareSets {
+		if slices.Contains(loaders, set.Code) || fileExists(set.Code) {
+			f.efi = set
+			break
+		}
+	}
+	return f, nil
+}
+
+func fileExists(path string) bool {
+	_, err := os.Stat(path)
+	return err == nil
+}
+
+// defaultSMBIOS are the SMBIOS strings of a domain when Config leaves them
+// empty: KubeVirt's, so guests see what they would see under KubeVirt.
+var defaultSMBIOS = convert.SMBIOS{Manufacturer: "KubeVirt", Product: "None", Family: "KubeVirt"}
+
+// options returns the converter options for the host described by f.
+func (l *Launcher) options(f hostFacts) (convert.Options, error) {
+	opts := l.cfg.Options
+	opts.Layout = l.cfg.Layout
+	switch {
+	case l.cfg.Emulate:
+		opts.DomainType = "qemu"
+	case f.kvm:
+		opts.DomainType = "kvm"
+	default:
+		return opts, fmt.Errorf("launcher: KVM is not available on %s and emulation is not allowed (Config.Emulate)", l.cfg.URI)
+	}
+	if opts.SMBIOS == (convert.SMBIOS{}) {
+		opts.SMBIOS = defaultSMBIOS
+	}
+	if opts.EFI == (convert.EFIFirmware{}) {
+		opts.EFI = f.efi
+	}
+	opts.SerialConsoleLog = true
+	if l.noMemoryHotplug.Load() {
+		opts.NoMemoryHotplug = true
+	}
+	return opts, nil
+}
