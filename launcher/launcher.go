@@ -8,8 +8,8 @@ import (
 	"sync/atomic"
 	"time"
 
-	"libvirt.org/go/libvirt"
 	v1 "kubevirt.io/api/core/v1"
+	"libvirt.org/go/libvirt"
 )
 
 // Launcher runs VMIs on one libvirt connection. Create it with New; all its
