@@ -18,13 +18,15 @@ import (
 // layouts are the two ways the samples are converted: KubeVirt's pod paths
 // with virt-handler's options, and a plain libvirt host under emulation with
 // the samples' Multus network mapped to a bridge and their claims mapped to
-// files.
+// files, without memory hotplug, as a launcher on Debian 12's libvirt 9.0
+// converts (that libvirt refuses <maxMemory> without slots).
 func layouts() []struct {
 	name string
 	opts convert.Options
 } {
 	host := convert.KubeVirtOptions()
 	host.DomainType = "qemu"
+	host.NoMemoryHotplug = true
 	host.Layout = convert.HostLayout{
 		StateDir:   "/var/lib/vmi2libvirt/vmis",
 		ImageStore: "/var/lib/vmi2libvirt/images",
