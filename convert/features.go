@@ -1,6 +1,8 @@
 package convert
 
 import (
+	"strings"
+
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	v1 "kubevirt.io/api/core/v1"
 	"libvirt.org/go/libvirtxml"
@@ -119,6 +121,8 @@ func hyperv(f *v1.Features) (*libvirtxml.DomainFeatureHyperV, error) {
 			return nil, field.Required(hvPath.Child("vendorid", "vendorid"), "a Hyper-V vendor id that is on needs a value")
 		case len(v.VendorID) > maxVendorIDLength:
 			return nil, field.TooLong(hvPath.Child("vendorid", "vendorid"), v.VendorID, maxVendorIDLength)
+		case strings.Contains(v.VendorID, ","):
+			return nil, field.Invalid(hvPath.Child("vendorid", "vendorid"), v.VendorID, "may not contain a comma")
 		}
 		hv.VendorId = &libvirtxml.DomainFeatureHyperVVendorId{DomainFeatureState: libvirtxml.DomainFeatureState{State: boolOnOff(on)}, Value: v.VendorID}
 	}

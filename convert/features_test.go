@@ -1,0 +1,69 @@
+package convert
+
+import (
+	"testing"
+
+	v1 "kubevirt.io/api/core/v1"
+)
+
+// Without spec.domain.features (a VMI that skipped the admission defaults)
+// KubeVirt writes no feature at all, not even vmport; dedicated CPUs still
+// give kvm hint-dedicated.
+func TestFeaturesAbsent(t *testing.T) {
+	d, _, err := runArea(t, computeVMI(nil), nil, (*converter).features)
+	if err != nil || d.Features != nil {
+		t.Errorf("no features: %v, %+v", err, d.Features)
+	}
+	d, _, _ = runArea(t, computeVMI(&v1.CPU{DedicatedCPUPlacement: true}), nil, (*converter).features)
+	if d.Features == nil || d.Features.KVM == nil || d.Features.KVM.HintDedicated.State != "on" || d.Features.KVM.Hidden != nil || d.Features.VMPort != nil {
+		t.Errorf("dedicated: %+v", d.Features)
+	}
+}
+
+// Spinlocks on without retries get KubeVirt's admission default of 4096.
+func TestFeaturesSpinlocksDefault(t *testing.T) {
+	vmi := computeVMI(nil)
+	vmi.Spec.Domain.Features = &v1.Features{Hyperv: &v1.FeatureHyperv{Spinlocks: &v1.FeatureSpinlocks{}}}
+	d, _, err := runArea(t, vmi, nil, (*converter).features)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s := d.Features.HyperV.Spinlocks; s.State != "on" || s.Retries != 4096 {
+		t.Errorf("spinlocks = %+v", s)
+	}
+}
+
+func TestFeaturesRefusals(t *testing.T) {
+	on := true
+	cases := []struct {
+		name string
+		f    v1.Features
+		path string
+		want string
+	}{
+		{"vendor id without value", v1.Features{Hyperv: &v1.FeatureHyperv{VendorID: &v1.FeatureVendorID{}}}, "spec.domain.features.hyperv.vendorid.vendorid", "needs a value"},
+		{"vendor id too long", v1.Features{Hyperv: &v1.FeatureHyperv{VendorID: &v1.FeatureVendorID{VendorID: "0123456789abc"}}}, "spec.domain.features.hyperv.vendorid.vendorid", "more than 12 bytes"},
+		{"vendor id with a comma", v1.Features{Hyperv: &v1.FeatureHyperv{VendorID: &v1.FeatureVendorID{VendorID: "a,b"}}}, "spec.domain.features.hyperv.vendorid.vendorid", "comma"},
+		{"tlbflush extended", v1.Features{Hyperv: &v1.FeatureHyperv{TLBFlush: &v1.TLBFlush{Extended: &v1.FeatureState{}}}}, "spec.domain.features.hyperv.tlbflush.extended", "libvirt 9.0"},
+		{"both Hyper-V modes", v1.Features{Hyperv: &v1.FeatureHyperv{}, HypervPassthrough: &v1.HyperVPassthrough{Enabled: &on}}, "spec.domain.features.hypervPassthrough", "may not be combined"},
+		{"eoi without apic", v1.Features{APIC: &v1.FeatureAPIC{FeatureState: v1.FeatureState{Enabled: new(bool)}, EndOfInterrupt: true}}, "spec.domain.features.apic.endOfInterrupt", "needs the APIC"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			vmi := computeVMI(nil)
+			vmi.Spec.Domain.Features = &tc.f
+			_, _, err := runArea(t, vmi, nil, (*converter).features)
+			fieldErr(t, err, tc.path, tc.want)
+		})
+	}
+}
+
+// Entries without a value are left out (KubeVirt writes them empty), and
+// so is the system table when nothing is left.
+func TestSysinfoEmpty(t *testing.T) {
+	vmi := computeVMI(nil)
+	d, _, err := runArea(t, vmi, func(o *Options) { o.SMBIOS = SMBIOS{} }, (*converter).sysinfo)
+	if err != nil || len(d.SysInfo) != 1 || d.SysInfo[0].SMBIOS == nil || d.SysInfo[0].SMBIOS.System != nil || d.SysInfo[0].SMBIOS.Chassis != nil {
+		t.Errorf("sysinfo = %+v, %v", d.SysInfo, err)
+	}
+}
