@@ -41,6 +41,9 @@ func (c *converter) hostDevices(d *libvirtxml.Domain) error {
 	var generic, genericDRA [2][]libvirtxml.DomainHostdev
 	for i, hd := range devs.HostDevices {
 		path := devicesPath.Child("hostDevices").Index(i)
+		if err := c.checkTag(path, hd.Tag); err != nil {
+			return err
+		}
 		dra := hd.DeviceName == "" && hd.ClaimRequest != nil
 		hostDev, kind, err := c.lookupHostDevice(path, hd.Name, dra, hostDevPCI, hostDevMdev, hostDevUSB)
 		if err != nil {
@@ -105,6 +108,9 @@ func (c *converter) gpuHostdevs(gpus []v1.GPU) ([]libvirtxml.DomainHostdev, erro
 	displaySet := false
 	for i, gpu := range gpus {
 		path := devicesPath.Child("gpus").Index(i)
+		if err := c.checkTag(path, gpu.Tag); err != nil {
+			return nil, err
+		}
 		dra := gpu.DeviceName == "" && gpu.ClaimRequest != nil
 		hostDev, kind, err := c.lookupHostDevice(path, gpu.Name, dra, hostDevPCI, hostDevMdev)
 		if err != nil {

@@ -39,6 +39,9 @@ func (c *converter) interfaces(d *libvirtxml.Domain) error {
 		if err := checkBinding(path, iface); err != nil {
 			return err
 		}
+		if err := c.checkTag(path, iface.Tag); err != nil {
+			return err
+		}
 		if iface.SRIOV != nil {
 			if _, _, err := c.lookupHostDevice(path.Child("sriov"), iface.Name, false, hostDevPCI); err != nil {
 				return err
@@ -75,6 +78,22 @@ func checkBinding(path *field.Path, iface *v1.Interface) error {
 	}
 	if iface.Bridge == nil && iface.Masquerade == nil && iface.SRIOV == nil {
 		return field.Required(path, "a binding method is required: bridge, masquerade or sriov")
+	}
+	return nil
+}
+
+// checkTag refuses a device tag where KubeVirt would honour it: with a
+// cloudInitConfigDrive volume, KubeVirt writes each tagged device's guest
+// address into the config drive's device metadata, which this library does
+// not. Without a config drive KubeVirt ignores tags, and so does Convert.
+func (c *converter) checkTag(path *field.Path, tag string) error {
+	if tag == "" {
+		return nil
+	}
+	for _, v := range c.spec.Volumes {
+		if v.CloudInitConfigDrive != nil {
+			return field.Forbidden(path.Child("tag"), "device tags in the config drive's device metadata are not written")
+		}
 	}
 	return nil
 }

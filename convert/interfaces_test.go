@@ -160,6 +160,20 @@ func TestInterfacesKubeVirtLayout(t *testing.T) {
 	}
 }
 
+func TestDeviceTags(t *testing.T) {
+	vmi := devVMI([]v1.Interface{{Name: "default", Tag: "mgmt", InterfaceBindingMethod: v1.InterfaceBindingMethod{Bridge: &v1.InterfaceBridge{}}}},
+		[]v1.Network{podNet("default")})
+	d := &libvirtxml.Domain{Devices: &libvirtxml.DomainDeviceList{}}
+	if err := devConverter(vmi, nil).interfaces(d); err != nil {
+		t.Fatalf("a tag without a config drive is ignored, as in KubeVirt: %v", err)
+	}
+	vmi.Spec.Volumes = []v1.Volume{{Name: "cd", VolumeSource: v1.VolumeSource{CloudInitConfigDrive: &v1.CloudInitConfigDriveSource{UserData: "#cloud-config"}}}}
+	want := "spec.domain.devices.interfaces[0].tag: Forbidden: device tags in the config drive's device metadata are not written"
+	if err := devConverter(vmi, nil).interfaces(d); err == nil || err.Error() != want {
+		t.Fatalf("error = %v, want %s", err, want)
+	}
+}
+
 func TestInterfacesAbsentAndSRIOVSkipped(t *testing.T) {
 	vmi := devVMI([]v1.Interface{
 		{Name: "gone", State: v1.InterfaceStateAbsent, InterfaceBindingMethod: v1.InterfaceBindingMethod{Bridge: &v1.InterfaceBridge{}}},
