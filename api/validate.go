@@ -5,5 +5,81 @@ import (
 	v1 "kubevirt.io/api/core/v1"
 )
 
-// Validate applies KubeVirt's admission rules. Not written yet.
-func Validate(vmi *v1.VirtualMachineInstance) field.ErrorList { return nil }
+// Paths of the parts of a VMI that rules name in their errors.
+var (
+	metadataPath = field.NewPath("metadata")
+	specPath     = field.NewPath("spec")
+	domainPath   = specPath.Child("domain")
+	devicesPath  = domainPath.Child("devices")
+	disksPath    = devicesPath.Child("disks")
+	ifacesPath   = devicesPath.Child("interfaces")
+	volumesPath  = specPath.Child("volumes")
+	networksPath = specPath.Child("networks")
+	cpuPath      = domainPath.Child("cpu")
+	memoryPath   = domainPath.Child("memory")
+	resPath      = domainPath.Child("resources")
+	firmwarePath = domainPath.Child("firmware")
+	featuresPath = domainPath.Child("features")
+	hypervPath   = featuresPath.Child("hyperv")
+)
+
+// ruleFamily is one family of admission rules. It returns the problems it
+// finds, each on the path of the offending field.
+type ruleFamily struct {
+	name  string
+	check func(vmi *v1.VirtualMachineInstance) field.ErrorList
+}
+
+// ruleFamilies are the rule families Validate applies, in this order.
+// Most are KubeVirt's VMI admission rules (pkg/virt-api/webhooks/
+// validating-webhook/admitters/vmi-create-admitter.go and the storage,
+// network and Hyper-V admitters it calls); the doc comment of each family
+// says where a rule is this library's own (for names and paths that become
+// host paths here, and for limits a cluster would enforce elsewhere).
+// Rules that only make sense in a cluster (feature gates, node affinity,
+// DNS policy, service accounts of the cluster) are not applied.
+var ruleFamilies = []ruleFamily{
+	{"metadata", validateMetadata},
+	{"platform", validatePlatform},
+	{"memory", validateMemory},
+	{"cpu", validateCPU},
+	{"disks", validateDisks},
+	{"volumes", validateVolumes},
+	{"cloud-init", validateCloudInit},
+	{"boot order", validateBootOrder},
+	{"networks", validateNetworks},
+	{"interfaces", validateInterfaces},
+	{"firmware", validateFirmware},
+	{"features", validateFeatures},
+	{"devices", validateDevices},
+	{"lifecycle", validateLifecycle},
+}
+
+// Validate applies KubeVirt's VMI admission rules that make sense without a
+// cluster, and a few of this library's own, to vmi (normally after Default,
+// as KubeVirt validates the defaulted object). It returns every problem
+// found, each naming the path of the field in the VMI, in a fixed order
+// (by rule family, then by position in the VMI). An empty list means the VMI
+// is valid. Validate does not modify vmi.
+func Validate(vmi *v1.VirtualMachineInstance) field.ErrorList {
+	if vmi == nil {
+		return field.ErrorList{field.Required(specPath, "no VirtualMachineInstance")}
+	}
+	var errs field.ErrorList
+	for _, f := range ruleFamilies {
+		errs = append(errs, f.check(vmi)...)
+	}
+	return errs
+}
+
+// enabled reports whether an optional feature state is on: set, with
+// enabled unset or true.
+func enabled(fs *v1.FeatureState) bool {
+	return fs != nil && (fs.Enabled == nil || *fs.Enabled)
+}
+
+// isTrue reports whether an optional bool is set and true.
+func isTrue(b *bool) bool { return b != nil && *b }
+
+// isFalse reports whether an optional bool is set and false.
+func isFalse(b *bool) bool { return b != nil && !*b }

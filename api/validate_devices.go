@@ -1,0 +1,147 @@
+package api
+
+import (
+	"k8s.io/apimachinery/pkg/util/validation/field"
+	v1 "kubevirt.io/api/core/v1"
+)
+
+var (
+	inputBuses       = []string{string(v1.InputBusUSB), string(v1.InputBusVirtio)}
+	inputTypes       = []string{string(v1.InputTypeTablet)}
+	videoTypes       = []string{"vga", "cirrus", "virtio", "ramfb", "bochs"}
+	soundModels      = []string{"ich9", "ac97"}
+	panicModels      = []string{string(v1.Hyperv), string(v1.Isa), string(v1.Pvpanic)}
+	ioThreadPolicies = []string{string(v1.IOThreadsPolicyShared), string(v1.IOThreadsPolicyAuto), string(v1.IOThreadsPolicySupplementalPool)}
+)
+
+// validateDevices applies KubeVirt's rules for other devices on amd64:
+// tablets on the usb or virtio bus, only the i6300esb watchdog, a known
+// video type and no video when graphics are off, a known sound model and a
+// named sound device, known panic device models, at most one GPU display
+// with ramfb, a known IO threads policy (supplementalPool with a thread
+// count). Names of inputs, GPUs and host devices must be set (this
+// library's own: they name aliases and host mappings).
+func validateDevices(vmi *v1.VirtualMachineInstance) field.ErrorList {
+	var errs field.ErrorList
+	d := &vmi.Spec.Domain
+	devs := &d.Devices
+	for i, in := range devs.Inputs {
+		p := devicesPath.Child("inputs").Index(i)
+		if in.Name == "" {
+			errs = append(errs, field.Required(p.Child("name"), "an input device needs a name"))
+		}
+		if in.Bus != "" && !containsString(inputBuses, string(in.Bus)) {
+			errs = append(errs, field.NotSupported(p.Child("bus"), in.Bus, inputBuses))
+		}
+		if !containsString(inputTypes, string(in.Type)) {
+			errs = append(errs, field.NotSupported(p.Child("type"), in.Type, inputTypes))
+		}
+	}
+	if w := devs.Watchdog; w != nil {
+		if w.I6300ESB == nil || w.Diag288 != nil {
+			errs = append(errs, field.NotSupported(devicesPath.Child("watchdog"), w.Name, []string{"i6300esb"}))
+		}
+	}
+	if v := devs.Video; v != nil {
+		if !containsString(videoTypes, v.Type) {
+			errs = append(errs, field.NotSupported(devicesPath.Child("video", "type"), v.Type, videoTypes))
+		}
+		if isFalse(devs.AutoattachGraphicsDevice) {
+			errs = append(errs, field.Invalid(devicesPath.Child("video"), v.Type,
+				"a video device cannot be configured when "+devicesPath.Child("autoattachGraphicsDevice").String()+" is false"))
+		}
+	}
+	if s := devs.Sound; s != nil {
+		if s.Model != "" && !containsString(soundModels, s.Model) {
+			errs = append(errs, field.NotSupported(devicesPath.Child("sound", "model"), s.Model, soundModels))
+		}
+		if s.Name == "" {
+			errs = append(errs, field.Required(devicesPath.Child("sound", "name"), "a sound device needs a name"))
+		}
+	}
+	for i, pd := range devs.PanicDevices {
+		if pd.Model != nil && !containsString(panicModels, string(*pd.Model)) {
+			errs = append(errs, field.NotSupported(devicesPath.Child("panicDevices").Index(i).Child("model"), *pd.Model, panicModels))
+		}
+	}
+	ramfb := 0
+	for i, g := range devs.GPUs {
+		if g.Name == "" {
+			errs = append(errs, field.Required(devicesPath.Child("gpus").Index(i).Child("name"), "a GPU needs a name"))
+		}
+		if o := g.VirtualGPUOptions; o != nil && o.Display != nil &&
+			(o.Display.Enabled == nil || *o.Display.Enabled) && (o.Display.RamFB == nil || enabled(o.Display.RamFB)) {
+			ramfb++
+		}
+	}
+	if ramfb > 1 {
+		errs = append(errs, field.Invalid(devicesPath.Child("gpus"), ramfb, "at most one GPU display may use ramfb"))
+	}
+	for i, hd := range devs.HostDevices {
+		if hd.Name == "" {
+			errs = append(errs, field.Required(devicesPath.Child("hostDevices").Index(i).Child("name"), "a host device needs a name"))
+		}
+	}
+	if pol := d.IOThreadsPolicy; pol != nil {
+		if !containsString(ioThreadPolicies, string(*pol)) {
+			errs = append(errs, field.NotSupported(domainPath.Child("ioThreadsPolicy"), *pol, ioThreadPolicies))
+		}
+		if *pol == v1.IOThreadsPolicySupplementalPool &&
+			(d.IOThreads == nil || d.IOThreads.SupplementalPoolThreadCount == nil || *d.IOThreads.SupplementalPoolThreadCount < 1) {
+			errs = append(errs, field.Required(domainPath.Child("ioThreads", "supplementalPoolThreadCount"),
+				"the supplementalPool IO threads policy needs a thread count of at least 1"))
+		}
+	}
+	return errs
+}
+
+// evictionStrategies are the eviction strategies KubeVirt knows.
+var evictionStrategies = []string{
+	string(v1.EvictionStrategyNone), string(v1.EvictionStrategyLiveMigrate),
+	string(v1.EvictionStrategyLiveMigrateIfPossible), string(v1.EvictionStrategyExternal),
+}
+
+// validateLifecycle applies KubeVirt's lifecycle rules: the only start
+// strategy is Paused (and not with a liveness probe), a known eviction
+// strategy, probes with exactly one action; and a termination grace period
+// that is not negative (this library's own: it is how long Stop waits).
+func validateLifecycle(vmi *v1.VirtualMachineInstance) field.ErrorList {
+	var errs field.ErrorList
+	spec := &vmi.Spec
+	if s := spec.StartStrategy; s != nil {
+		switch {
+		case *s != v1.StartStrategyPaused:
+			errs = append(errs, field.NotSupported(specPath.Child("startStrategy"), *s, []string{string(v1.StartStrategyPaused)}))
+		case spec.LivenessProbe != nil:
+			errs = append(errs, field.Invalid(specPath.Child("startStrategy"), *s, "a VMI that starts paused cannot have a livenessProbe"))
+		}
+	}
+	if e := spec.EvictionStrategy; e != nil && !containsString(evictionStrategies, string(*e)) {
+		errs = append(errs, field.NotSupported(specPath.Child("evictionStrategy"), *e, evictionStrategies))
+	}
+	for _, pr := range []struct {
+		name  string
+		probe *v1.Probe
+	}{{"readinessProbe", spec.ReadinessProbe}, {"livenessProbe", spec.LivenessProbe}} {
+		if pr.probe == nil {
+			continue
+		}
+		n := 0
+		for _, set := range []bool{pr.probe.HTTPGet != nil, pr.probe.TCPSocket != nil, pr.probe.Exec != nil, pr.probe.GuestAgentPing != nil} {
+			if set {
+				n++
+			}
+		}
+		p := specPath.Child(pr.name)
+		switch {
+		case n > 1:
+			errs = append(errs, field.Invalid(p, n, "a probe must have exactly one of httpGet, tcpSocket, exec and guestAgentPing"))
+		case n == 0:
+			errs = append(errs, field.Required(p, "one of httpGet, tcpSocket, exec and guestAgentPing"))
+		}
+	}
+	if g := spec.TerminationGracePeriodSeconds; g != nil && *g < 0 {
+		errs = append(errs, field.Invalid(specPath.Child("terminationGracePeriodSeconds"), *g, "must not be negative"))
+	}
+	return errs
+}

@@ -1,0 +1,117 @@
+package api
+
+import (
+	"path/filepath"
+	"slices"
+	"strings"
+
+	"k8s.io/apimachinery/pkg/util/validation"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+	v1 "kubevirt.io/api/core/v1"
+)
+
+// maxAnnotationsBytes is Kubernetes' limit on the total size of an object's
+// annotations.
+const maxAnnotationsBytes = 256 * 1024
+
+// restrictedLabels are labels KubeVirt sets itself and refuses on a VMI
+// that a user creates.
+var restrictedLabels = []string{
+	v1.CreatedByLabel,
+	v1.MigrationJobLabel,
+	v1.NodeNameLabel,
+	v1.MigrationTargetNodeNameLabel,
+	v1.NodeSchedulable,
+	v1.InstallStrategyLabel,
+}
+
+// emulatedMachines are the machine types KubeVirt accepts on amd64, as
+// filepath.Match patterns.
+var emulatedMachines = []string{"q35*", "pc-q35*"}
+
+// validateMetadata checks names as Kubernetes and KubeVirt do: a name that
+// is a DNS-1123 subdomain, a namespace that is a DNS-1123 label, label and
+// annotation syntax and size, no label KubeVirt reserves for itself, a
+// hostname that is a DNS-1123 label and a subdomain that is a DNS-1123
+// subdomain.
+func validateMetadata(vmi *v1.VirtualMachineInstance) field.ErrorList {
+	var errs field.ErrorList
+	namePath := metadataPath.Child("name")
+	if vmi.Name == "" {
+		errs = append(errs, field.Required(namePath, "a VirtualMachineInstance needs a name"))
+	} else {
+		errs = appendMsgs(errs, namePath, vmi.Name, validation.IsDNS1123Subdomain(vmi.Name))
+	}
+	if vmi.Namespace != "" {
+		errs = appendMsgs(errs, metadataPath.Child("namespace"), vmi.Namespace, validation.IsDNS1123Label(vmi.Namespace))
+	}
+	labelsPath := metadataPath.Child("labels")
+	for _, k := range sortedStringKeys(vmi.Labels) {
+		errs = appendMsgs(errs, labelsPath.Key(k), k, validation.IsQualifiedName(k))
+		errs = appendMsgs(errs, labelsPath.Key(k), vmi.Labels[k], validation.IsValidLabelValue(vmi.Labels[k]))
+		if slices.Contains(restrictedLabels, k) {
+			errs = append(errs, field.Forbidden(labelsPath.Key(k), "label reserved for KubeVirt: a VirtualMachineInstance may not be created with it"))
+		}
+	}
+	annPath := metadataPath.Child("annotations")
+	total := 0
+	for _, k := range sortedStringKeys(vmi.Annotations) {
+		errs = appendMsgs(errs, annPath.Key(k), k, validation.IsQualifiedName(strings.ToLower(k)))
+		total += len(k) + len(vmi.Annotations[k])
+	}
+	if total > maxAnnotationsBytes {
+		errs = append(errs, field.TooLong(annPath, "", maxAnnotationsBytes))
+	}
+	if h := vmi.Spec.Hostname; h != "" {
+		errs = appendMsgs(errs, specPath.Child("hostname"), h, validation.IsDNS1123Label(h))
+	}
+	if s := vmi.Spec.Subdomain; s != "" {
+		errs = appendMsgs(errs, specPath.Child("subdomain"), s, validation.IsDNS1123Subdomain(s))
+	}
+	return errs
+}
+
+// validatePlatform checks what KubeVirt checks of the platform: the
+// architecture (here only amd64, the one Default and convert are for) and
+// a machine type among KubeVirt's amd64 machines (q35*, pc-q35*).
+func validatePlatform(vmi *v1.VirtualMachineInstance) field.ErrorList {
+	var errs field.ErrorList
+	spec := &vmi.Spec
+	if spec.Architecture != "" && spec.Architecture != DefaultArchitecture {
+		errs = append(errs, field.NotSupported(specPath.Child("architecture"), spec.Architecture, []string{DefaultArchitecture}))
+	}
+	if m := spec.Domain.Machine; m != nil && m.Type != "" {
+		ok := false
+		for _, p := range emulatedMachines {
+			if match, _ := filepath.Match(p, m.Type); match {
+				ok = true
+				break
+			}
+		}
+		if !ok {
+			errs = append(errs, field.NotSupported(domainPath.Child("machine", "type"), m.Type, emulatedMachines))
+		}
+	}
+	return errs
+}
+
+// appendMsgs adds one Invalid error per message of a Kubernetes syntax
+// check.
+func appendMsgs(errs field.ErrorList, p *field.Path, value any, msgs []string) field.ErrorList {
+	for _, m := range msgs {
+		errs = append(errs, field.Invalid(p, value, m))
+	}
+	return errs
+}
+
+func sortedStringKeys(m map[string]string) []string {
+	if len(m) == 0 {
+		return nil
+	}
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	return keys
+}

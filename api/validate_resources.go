@@ -1,0 +1,272 @@
+package api
+
+import (
+	"fmt"
+
+	k8sv1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+	v1 "kubevirt.io/api/core/v1"
+)
+
+// Limits of this library (not KubeVirt's admission): what no amd64 guest
+// can be given, so that absurd quantities are refused with their path
+// instead of wrapping around or failing in libvirt.
+const (
+	// MaxVCPUs is the most vCPUs (sockets*cores*threads, also with
+	// maxSockets) a VMI may have: KubeVirt's hotplug cap.
+	MaxVCPUs = maxHotplugVCPUs
+	// MaxGuestMemory is the most guest memory (and maxGuest) a VMI may ask
+	// for: 16Ti.
+	MaxGuestMemory int64 = 16 << 40
+)
+
+// minMemoryRequest is KubeVirt's smallest memory request (1M).
+var minMemoryRequest = resource.MustParse("1M")
+
+// cpuFeaturePolicies are the CPU feature policies KubeVirt accepts.
+var cpuFeaturePolicies = []string{"", "force", "require", "optional", "disable", "forbid"}
+
+// validateMemory checks memory as KubeVirt does — a memory request that is
+// not negative and at least 1M, a limit that is not negative and not below
+// the request, some memory asked for (requests.memory, memory.guest or
+// hugepages), a hugepage size that parses and divides the VM's memory —
+// and, as this library's own limits, guest memory above zero and at most
+// 16Ti, and maxGuest not below guest memory.
+func validateMemory(vmi *v1.VirtualMachineInstance) field.ErrorList {
+	var errs field.ErrorList
+	d := &vmi.Spec.Domain
+	reqPath, limPath := resPath.Child("requests", "memory"), resPath.Child("limits", "memory")
+	req, hasReq := d.Resources.Requests[k8sv1.ResourceMemory]
+	lim, hasLim := d.Resources.Limits[k8sv1.ResourceMemory]
+	switch {
+	case hasReq && req.Sign() < 0:
+		errs = append(errs, field.Invalid(reqPath, req.String(), "must be greater than or equal to 0"))
+	case hasReq && req.Sign() > 0 && req.Cmp(minMemoryRequest) < 0:
+		errs = append(errs, field.Invalid(reqPath, req.String(), "must be greater than or equal to 1M"))
+	}
+	if hasLim && lim.Sign() < 0 {
+		errs = append(errs, field.Invalid(limPath, lim.String(), "must be greater than or equal to 0"))
+	}
+	if hasLim && hasReq && lim.Sign() > 0 && req.Cmp(lim) > 0 {
+		errs = append(errs, field.Invalid(reqPath, req.String(), "must not be greater than "+limPath.String()+" "+lim.String()))
+	}
+	m := d.Memory
+	if req.Sign() <= 0 && (m == nil || (m.Guest == nil && m.Hugepages == nil)) {
+		errs = append(errs, field.Required(memoryPath.Child("guest"),
+			"no memory requested: set one of "+memoryPath.Child("guest").String()+", "+
+				memoryPath.Child("hugepages", "pageSize").String()+" or "+reqPath.String()))
+	}
+	if m == nil {
+		return errs
+	}
+	guestPath := memoryPath.Child("guest")
+	if m.Guest != nil {
+		switch {
+		case m.Guest.Sign() <= 0:
+			errs = append(errs, field.Invalid(guestPath, m.Guest.String(), "must be greater than 0"))
+		case m.Guest.CmpInt64(MaxGuestMemory) > 0:
+			errs = append(errs, field.Invalid(guestPath, m.Guest.String(), "must not be more than 16Ti"))
+		}
+	}
+	if m.MaxGuest != nil {
+		maxPath := memoryPath.Child("maxGuest")
+		switch {
+		case m.MaxGuest.CmpInt64(MaxGuestMemory) > 0:
+			errs = append(errs, field.Invalid(maxPath, m.MaxGuest.String(), "must not be more than 16Ti"))
+		case m.Guest != nil && m.MaxGuest.Cmp(*m.Guest) < 0:
+			errs = append(errs, field.Invalid(maxPath, m.MaxGuest.String(), "must not be less than "+guestPath.String()+" "+m.Guest.String()))
+		}
+	}
+	if m.Hugepages != nil {
+		errs = append(errs, validateHugepages(vmi)...)
+	}
+	return errs
+}
+
+// validateHugepages checks that the hugepage size parses and that the VM's
+// memory (request, else guest memory, else limit) is a multiple of it and
+// not smaller.
+func validateHugepages(vmi *v1.VirtualMachineInstance) field.ErrorList {
+	d := &vmi.Spec.Domain
+	pagePath := memoryPath.Child("hugepages", "pageSize")
+	ps := d.Memory.Hugepages.PageSize
+	page, err := resource.ParseQuantity(ps)
+	if err != nil {
+		return field.ErrorList{field.Invalid(pagePath, ps, "not a quantity such as 2Mi or 1Gi")}
+	}
+	if page.Sign() <= 0 {
+		return field.ErrorList{field.Invalid(pagePath, ps, "must be greater than 0")}
+	}
+	// The memory the pages back, and the field it comes from.
+	memPath := resPath.Child("requests", "memory")
+	mem := d.Resources.Requests.Memory().Value()
+	if mem == 0 && d.Memory.Guest != nil {
+		mem, memPath = d.Memory.Guest.Value(), memoryPath.Child("guest")
+	}
+	if mem == 0 {
+		mem, memPath = d.Resources.Limits.Memory().Value(), resPath.Child("limits", "memory")
+	}
+	switch {
+	case mem == 0:
+	case mem < page.Value():
+		return field.ErrorList{field.Invalid(memPath, resource.NewQuantity(mem, resource.BinarySI).String(),
+			"must be equal to or larger than the page size "+pagePath.String()+" "+ps)}
+	case mem%page.Value() != 0:
+		return field.ErrorList{field.Invalid(memPath, resource.NewQuantity(mem, resource.BinarySI).String(),
+			"is not a multiple of the page size "+pagePath.String()+" "+ps)}
+	}
+	return nil
+}
+
+// vcpus counts a topology's vCPUs as KubeVirt does (unset parts count as
+// 1, all unset as 0), in 64 bits.
+func vcpus(sockets, cores, threads uint32) uint64 {
+	n := uint64(0)
+	for _, x := range []uint32{cores, sockets, threads} {
+		switch {
+		case x == 0:
+		case n == 0:
+			n = uint64(x)
+		default:
+			n *= uint64(x)
+		}
+	}
+	return n
+}
+
+// validateCPU checks CPU resources and topology as KubeVirt does — CPU
+// request and limit not negative and the request not above the limit,
+// sockets within maxSockets, known CPU feature policies, the rules of
+// dedicated CPU placement (integer and equal CPU request and limit that
+// agree with the topology, memory request equal to the limit, at most two
+// threads), isolateEmulatorThread, NUMA passthrough and realtime only with
+// dedicated CPUs, NUMA passthrough only with hugepages — and, as this
+// library's own limits, at most 512 vCPUs (also counting maxSockets and
+// whole CPUs asked for in resources) and named CPU features.
+func validateCPU(vmi *v1.VirtualMachineInstance) field.ErrorList {
+	var errs field.ErrorList
+	d := &vmi.Spec.Domain
+	reqPath, limPath := resPath.Child("requests", "cpu"), resPath.Child("limits", "cpu")
+	req, hasReq := d.Resources.Requests[k8sv1.ResourceCPU]
+	lim, hasLim := d.Resources.Limits[k8sv1.ResourceCPU]
+	if hasReq && req.Sign() < 0 {
+		errs = append(errs, field.Invalid(reqPath, req.String(), "must be greater than or equal to 0"))
+	}
+	if hasLim && lim.Sign() < 0 {
+		errs = append(errs, field.Invalid(limPath, lim.String(), "must be greater than or equal to 0"))
+	}
+	if hasReq && hasLim && lim.Sign() > 0 && req.Cmp(lim) > 0 {
+		errs = append(errs, field.Invalid(reqPath, req.String(), "must not be greater than "+limPath.String()+" "+lim.String()))
+	}
+	if hasReq && req.CmpInt64(MaxVCPUs) > 0 {
+		errs = append(errs, field.Invalid(reqPath, req.String(), fmt.Sprintf("a VM cannot have more than %d vCPUs", MaxVCPUs)))
+	}
+	if hasLim && lim.CmpInt64(MaxVCPUs) > 0 {
+		errs = append(errs, field.Invalid(limPath, lim.String(), fmt.Sprintf("a VM cannot have more than %d vCPUs", MaxVCPUs)))
+	}
+	c := d.CPU
+	if c == nil {
+		return errs
+	}
+	if n := vcpus(c.Sockets, c.Cores, c.Threads); n > MaxVCPUs {
+		errs = append(errs, field.Invalid(cpuPath, fmt.Sprintf("sockets=%d cores=%d threads=%d", c.Sockets, c.Cores, c.Threads),
+			fmt.Sprintf("%d vCPUs: a VM cannot have more than %d", n, MaxVCPUs)))
+	}
+	if c.MaxSockets != 0 {
+		if c.Sockets > c.MaxSockets {
+			errs = append(errs, field.Invalid(cpuPath.Child("sockets"), c.Sockets,
+				fmt.Sprintf("must not be greater than %s (%d)", cpuPath.Child("maxSockets"), c.MaxSockets)))
+		}
+		if n := vcpus(c.MaxSockets, c.Cores, c.Threads); n > MaxVCPUs {
+			errs = append(errs, field.Invalid(cpuPath.Child("maxSockets"), c.MaxSockets,
+				fmt.Sprintf("allows %d vCPUs: a VM cannot have more than %d", n, MaxVCPUs)))
+		}
+	}
+	for i, f := range c.Features {
+		fp := cpuPath.Child("features").Index(i)
+		if f.Name == "" {
+			errs = append(errs, field.Required(fp.Child("name"), "a CPU feature needs a name"))
+		}
+		if !containsString(cpuFeaturePolicies, f.Policy) {
+			errs = append(errs, field.NotSupported(fp.Child("policy"), f.Policy, cpuFeaturePolicies[1:]))
+		}
+	}
+	if c.IsolateEmulatorThread && !c.DedicatedCPUPlacement {
+		errs = append(errs, field.Invalid(cpuPath.Child("isolateEmulatorThread"), true,
+			"only allowed with "+cpuPath.Child("dedicatedCpuPlacement").String()+": true"))
+	}
+	passthrough := c.NUMA != nil && c.NUMA.GuestMappingPassthrough != nil
+	numaPath := cpuPath.Child("numa", "guestMappingPassthrough")
+	if passthrough {
+		if !c.DedicatedCPUPlacement {
+			errs = append(errs, field.Invalid(numaPath, "{}", "needs "+cpuPath.Child("dedicatedCpuPlacement").String()+": true"))
+		}
+		if d.Memory == nil || d.Memory.Hugepages == nil {
+			errs = append(errs, field.Invalid(numaPath, "{}", "needs "+memoryPath.Child("hugepages").String()))
+		}
+	}
+	if c.Realtime != nil {
+		if !c.DedicatedCPUPlacement {
+			errs = append(errs, field.Required(cpuPath.Child("dedicatedCpuPlacement"), "must be true when "+cpuPath.Child("realtime").String()+" is used"))
+		}
+		if !passthrough {
+			errs = append(errs, field.Required(numaPath, "must be set when "+cpuPath.Child("realtime").String()+" is used"))
+		}
+	}
+	if c.DedicatedCPUPlacement {
+		errs = append(errs, validateDedicatedCPUs(vmi)...)
+	}
+	return errs
+}
+
+// validateDedicatedCPUs applies KubeVirt's rules for dedicated CPU
+// placement.
+func validateDedicatedCPUs(vmi *v1.VirtualMachineInstance) field.ErrorList {
+	var errs field.ErrorList
+	d := &vmi.Spec.Domain
+	c := d.CPU
+	dedPath := cpuPath.Child("dedicatedCpuPlacement")
+	reqPath, limPath := resPath.Child("requests", "cpu"), resPath.Child("limits", "cpu")
+	res := &d.Resources
+	memReq, memLim := res.Requests.Memory(), res.Limits.Memory()
+	if memLim.IsZero() && memReq.IsZero() && (d.Memory == nil || (d.Memory.Hugepages == nil && (d.Memory.Guest == nil || d.Memory.Guest.IsZero()))) {
+		errs = append(errs, field.Required(resPath.Child("limits", "memory"), "dedicated CPUs need memory: set "+
+			resPath.Child("requests", "memory").String()+", "+resPath.Child("limits", "memory").String()+", "+
+			memoryPath.Child("hugepages").String()+" or "+memoryPath.Child("guest").String()))
+	}
+	cpuReq, cpuLim := res.Requests.Cpu(), res.Limits.Cpu()
+	if cpuReq.Value() > 0 && cpuReq.Value()*1000 != cpuReq.MilliValue() {
+		errs = append(errs, field.Invalid(reqPath, cpuReq.String(), "must be a whole number of CPUs with dedicated CPUs"))
+	}
+	if cpuLim.Value() > 0 && cpuLim.Value()*1000 != cpuLim.MilliValue() {
+		errs = append(errs, field.Invalid(limPath, cpuLim.String(), "must be a whole number of CPUs with dedicated CPUs"))
+	}
+	if memReq.Value() > 0 && memLim.Value() > 0 && memReq.Value() != memLim.Value() {
+		errs = append(errs, field.Invalid(resPath.Child("requests", "memory"), memReq.String(),
+			"must be equal to "+resPath.Child("limits", "memory").String()+" with dedicated CPUs"))
+	}
+	n := int64(vcpus(c.Sockets, c.Cores, c.Threads))
+	if cpuReq.Value() == 0 && cpuLim.Value() == 0 && n == 0 {
+		errs = append(errs, field.Required(dedPath, "dedicated CPUs need "+reqPath.String()+", "+limPath.String()+" or "+cpuPath.Child("cores").String()))
+	}
+	if cpuReq.Value() > 0 && cpuLim.Value() > 0 && cpuReq.Value() != cpuLim.Value() {
+		errs = append(errs, field.Invalid(reqPath, cpuReq.String(), "must be equal to "+limPath.String()+" with dedicated CPUs"))
+	}
+	if (cpuReq.Value() > 0 || cpuLim.Value() > 0) && n > 0 && cpuReq.Value() != n && cpuLim.Value() != n {
+		errs = append(errs, field.Invalid(dedPath, true, fmt.Sprintf("the CPU request or limit must match the %d vCPUs of %s with dedicated CPUs", n, cpuPath)))
+	}
+	if c.Threads > 2 {
+		errs = append(errs, field.Invalid(cpuPath.Child("threads"), c.Threads, "at most 2 threads with dedicated CPUs"))
+	}
+	return errs
+}
+
+func containsString(list []string, s string) bool {
+	for _, x := range list {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}
