@@ -212,3 +212,28 @@ func TestIsoinfoReadsImage(t *testing.T) {
 		}
 	}
 }
+
+func TestReadGivesBackWhatWasWritten(t *testing.T) {
+	img, err := Build("config-2", sample)
+	if err != nil {
+		t.Fatal(err)
+	}
+	label, files, err := Read(img)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if label != "config-2" || len(files) != len(sample) {
+		t.Fatalf("label %q, %d files", label, len(files))
+	}
+	for _, f := range sample {
+		if string(files[f.Path]) != string(f.Data) {
+			t.Errorf("%s: got %q", f.Path, files[f.Path])
+		}
+	}
+	if _, _, err := Read(img[:len(img)-SectorSize]); err == nil {
+		t.Error("Read of a truncated image gave no error")
+	}
+	if _, _, err := Read(make([]byte, 20*SectorSize)); err == nil {
+		t.Error("Read of zeros gave no error")
+	}
+}
