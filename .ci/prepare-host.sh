@@ -10,7 +10,7 @@ exec </dev/null
 repo="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 kernel_dir=/var/cache/vmi2libvirt/kernel
 image_store=/var/lib/vmi2libvirt/images
-state_dir=/var/lib/vmi2libvirt/state
+state_dir=/var/lib/vmi2libvirt/vmis # launcher.DefaultStateDir
 uri=qemu:///system
 
 log() { echo "prepare-host: $*"; }
