@@ -190,9 +190,8 @@ func (b *diskBuilder) disk(i int) (libvirtxml.DomainDisk, error) {
 	}
 	if bs := spec.BlockSize; bs != nil && bs.Custom != nil {
 		out.BlockIO = &libvirtxml.DomainDiskBlockIO{
-			LogicalBlockSize:   bs.Custom.Logical,
-			PhysicalBlockSize:  bs.Custom.Physical,
-			DiscardGranularity: bs.Custom.DiscardGranularity,
+			LogicalBlockSize:  bs.Custom.Logical,
+			PhysicalBlockSize: bs.Custom.Physical,
 		}
 	}
 
@@ -239,6 +238,10 @@ func checkDiskFields(spec *v1.Disk, dev diskDevice, p *field.Path) error {
 		if spec.Cache != "" && spec.Cache != v1.CacheNone {
 			return field.Invalid(p.Child("cache"), spec.Cache, "a shareable disk needs cache none")
 		}
+	}
+	if bs := spec.BlockSize; bs != nil && bs.Custom != nil && bs.Custom.DiscardGranularity != nil {
+		return field.Forbidden(p.Child("blockSize", "custom", "discardGranularity"),
+			"libvirt 9.0 has no blockio discard_granularity")
 	}
 	if bs := spec.BlockSize; bs != nil && bs.Custom == nil && bs.MatchVolume != nil &&
 		(bs.MatchVolume.Enabled == nil || *bs.MatchVolume.Enabled) {

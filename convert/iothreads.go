@@ -9,13 +9,16 @@ import (
 
 // ioThreadPlan is how a VMI's disks share QEMU IO threads, as KubeVirt plans
 // them: IO threads 1…shared are shared round-robin by the virtio disks
-// without a dedicated thread, each disk with dedicatedIOThread gets one of
-// the following ids, and under the supplementalPool policy every virtio disk
-// uses all of the pool's threads instead.
+// without a dedicated thread, and each disk with dedicatedIOThread gets one
+// of the following ids.
+//
+// KubeVirt's supplementalPool policy maps every queue of every virtio disk
+// to a pool of threads (<driver><iothreads><iothread id=…>), which needs
+// libvirt 10.0; libvirt 9.0's schema has no such element, so the policy is
+// refused.
 type ioThreadPlan struct {
 	total  uint // the domain's <iothreads>; 0 leaves IO threads off
 	shared uint // threads 1…shared are shared round-robin
-	pool   uint // supplementalPool: every virtio disk uses threads 1…pool
 }
 
 var ioThreadsPolicies = []string{
@@ -57,11 +60,11 @@ func (c *converter) ioThreadPlan() (ioThreadPlan, error) {
 		if dom.IOThreads == nil || dom.IOThreads.SupplementalPoolThreadCount == nil {
 			return ioThreadPlan{}, field.Required(countPath, "the supplementalPool policy needs a thread count")
 		}
-		n := *dom.IOThreads.SupplementalPoolThreadCount
-		if n < 1 {
+		if n := *dom.IOThreads.SupplementalPoolThreadCount; n < 1 {
 			return ioThreadPlan{}, field.Invalid(countPath, n, "must be at least 1")
 		}
-		return ioThreadPlan{total: uint(n), pool: uint(n)}, nil
+		return ioThreadPlan{}, field.Forbidden(domainPath.Child("ioThreadsPolicy"),
+			"supplementalPool maps disk queues to IO threads (<driver><iothreads>), which libvirt 9.0 does not have")
 	}
 	return ioThreadPlan{}, field.NotSupported(domainPath.Child("ioThreadsPolicy"), *policy, ioThreadsPolicies)
 }
@@ -127,12 +130,6 @@ func newIOThreadAssigner(plan ioThreadPlan) *ioThreadAssigner {
 func (a *ioThreadAssigner) assign(disk *v1.Disk, driver *libvirtxml.DomainDiskDriver) {
 	switch {
 	case a.plan.total == 0:
-	case a.plan.pool > 0:
-		threads := &libvirtxml.DomainDiskIOThreads{}
-		for id := uint(1); id <= a.plan.pool; id++ {
-			threads.IOThread = append(threads.IOThread, libvirtxml.DomainDiskIOThread{ID: id})
-		}
-		driver.IOThreads = threads
 	case hasDedicatedIOThread(disk):
 		id := a.nextFixed
 		driver.IOThread = &id

@@ -160,7 +160,8 @@ func (l HostLayout) VolumeArtifact(vmi *v1.VirtualMachineInstance, index int) (H
 			a.Kind = ArtifactHostDisk
 		}
 	default:
-		return HostArtifact{}, field.NotSupported(p.Child(string(kind)), "set", hostVolumeKinds)
+		return HostArtifact{}, field.Forbidden(p.Child(string(kind)),
+			"the host layout places only "+strings.Join(hostVolumeKinds, ", ")+" volumes")
 	}
 	return a, nil
 }
@@ -191,7 +192,7 @@ func (l HostLayout) Artifacts(vmi *v1.VirtualMachineInstance) ([]HostArtifact, e
 func (l HostLayout) claim(name string, fp *field.Path) (DiskSource, error) {
 	src, ok := l.Claims[name]
 	if !ok {
-		return DiskSource{}, field.NotFound(fp, name)
+		return DiskSource{}, field.Invalid(fp, name, "HostLayout.Claims has no host disk for this claim")
 	}
 	if src.Type == "" {
 		src.Type = "file"

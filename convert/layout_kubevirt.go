@@ -95,7 +95,7 @@ func (l KubeVirtLayout) Volume(vmi *v1.VirtualMachineInstance, index int) (DiskS
 	if dir, ok := kvConfigISOs[kind]; ok {
 		return DiskSource{Type: "file", Path: path.Join(dir, name+".iso"), Format: "raw"}, nil
 	}
-	return DiskSource{}, field.NotSupported(volumePath(index).Child(string(kind)), "set", diskVolumeKinds)
+	return DiskSource{}, field.Forbidden(volumePath(index).Child(string(kind)), "not a disk's volume source")
 }
 
 // claim is where virt-launcher finds a claim's volume: a block device named

@@ -91,7 +91,7 @@ func checkVolume(vmi *v1.VirtualMachineInstance, index int) (*v1.Volume, volumeK
 	kind := kinds[0]
 	switch kind {
 	case volMemoryDump, volContainerPath:
-		return nil, "", field.NotSupported(p.Child(string(kind)), "set", diskVolumeKinds)
+		return nil, "", field.Forbidden(p.Child(string(kind)), "not a disk's volume source")
 	case volPVC:
 		if v.PersistentVolumeClaim.Hotpluggable {
 			return nil, "", field.Forbidden(p.Child(string(kind), "hotpluggable"), "hot-plugged volumes are not supported")
@@ -132,14 +132,6 @@ func checkVolume(vmi *v1.VirtualMachineInstance, index int) (*v1.Volume, volumeK
 		}
 	}
 	return v, kind, nil
-}
-
-// diskVolumeKinds are the sources a disk may use.
-var diskVolumeKinds = []string{
-	string(volContainerDisk), string(volPVC), string(volDataVolume), string(volHostDisk),
-	string(volEmptyDisk), string(volEphemeral), string(volCloudInitNoCloud),
-	string(volCloudInitConfigDrive), string(volConfigMap), string(volSecret),
-	string(volServiceAccount), string(volDownwardAPI), string(volSysprep), string(volDownwardMetrics),
 }
 
 // hasDotDot tells whether a slash-separated path has a ".." component.
