@@ -1,15 +1,44 @@
 package domain
 
-import "libvirt.org/go/libvirtxml"
+import (
+	"bytes"
+
+	"libvirt.org/go/libvirtxml"
+)
 
 // Marshal returns the canonical XML of d: libvirtxml's indented form with a
 // trailing newline.
+//
+// One fix is made to libvirtxml's output: a <maxMemory> with no slots is
+// written with slots="0". libvirt's schema requires the attribute, and
+// libvirtxml omits a zero value; KubeVirt writes slots="0" for memory
+// hotplug through virtio-mem, which needs no DIMM slots.
 func Marshal(d *libvirtxml.Domain) ([]byte, error) {
 	s, err := d.Marshal()
 	if err != nil {
 		return nil, err
 	}
-	return []byte(s + "\n"), nil
+	out := []byte(s + "\n")
+	if d.MaximumMemory != nil && d.MaximumMemory.Slots == 0 {
+		out = withZeroSlots(out)
+	}
+	return out, nil
+}
+
+// withZeroSlots adds slots="0" to the domain's <maxMemory> start tag: the
+// first one indented as a child of <domain>, so that raw metadata cannot be
+// mistaken for it.
+func withZeroSlots(doc []byte) []byte {
+	start := bytes.Index(doc, []byte("\n  <maxMemory"))
+	if start < 0 {
+		return doc
+	}
+	end := bytes.IndexByte(doc[start:], '>')
+	if end < 0 || bytes.Contains(doc[start:start+end], []byte("slots=")) {
+		return doc
+	}
+	at := start + end
+	return append(doc[:at:at], append([]byte(` slots="0"`), doc[at:]...)...)
 }
 
 // Unmarshal parses domain XML.
