@@ -1,6 +1,8 @@
 package convert
 
 import (
+	"strconv"
+
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	"libvirt.org/go/libvirtxml"
 )
@@ -10,11 +12,10 @@ import (
 const guestAgentChannel = "org.qemu.guest_agent.0"
 
 // channels adds the guest agent's virtio-serial channel (a unix socket whose
-// path libvirt picks), as KubeVirt does for every VMI. Downward metrics
-// (spec.domain.devices.downwardMetrics) and VSOCK
-// (spec.domain.devices.autoattachVSOCK) are refused: the first is fed by
-// KubeVirt's virt-handler, the second needs a context id that KubeVirt's
-// controller allocates cluster-wide.
+// path libvirt picks), as KubeVirt does for every VMI, and a VSOCK device
+// when spec.domain.devices.autoattachVSOCK is true. Downward metrics
+// (spec.domain.devices.downwardMetrics) are refused: they are fed by
+// KubeVirt's virt-handler.
 func (c *converter) channels(d *libvirtxml.Domain) error {
 	devs := &c.spec.Domain.Devices
 	if devs.DownwardMetrics != nil {
@@ -22,8 +23,7 @@ func (c *converter) channels(d *libvirtxml.Domain) error {
 			"downward metrics are served by KubeVirt's virt-handler, which is not available")
 	}
 	if switchedOn(devs.AutoattachVSOCK) {
-		return field.Forbidden(devicesPath.Child("autoattachVSOCK"),
-			"a VSOCK device needs a context id allocated by KubeVirt's controller, which is not available")
+		d.Devices.VSock = c.vsock()
 	}
 	d.Devices.Channels = append(d.Devices.Channels, libvirtxml.DomainChannel{
 		Source: &libvirtxml.DomainChardevSource{UNIX: &libvirtxml.DomainChardevSourceUNIX{}},
@@ -32,4 +32,15 @@ func (c *converter) channels(d *libvirtxml.Domain) error {
 		},
 	})
 	return nil
+}
+
+// vsock is the VSOCK device: always virtio 1.0 (vhost-vsock-pci has no
+// transitional form), with the context id KubeVirt's controller allocated
+// (status.vsockCID) when the VMI carries one, else one libvirt picks.
+func (c *converter) vsock() *libvirtxml.DomainVSock {
+	cid := &libvirtxml.DomainVSockCID{Auto: "yes"}
+	if id := c.vmi.Status.VSOCKCID; id != nil {
+		cid = &libvirtxml.DomainVSockCID{Auto: "no", Address: strconv.FormatUint(uint64(*id), 10)}
+	}
+	return &libvirtxml.DomainVSock{Model: "virtio-non-transitional", CID: cid}
 }

@@ -129,6 +129,24 @@ func TestDeviceAreas(t *testing.T) {
 			want: `<channel type="unix"><target type="virtio" name="org.qemu.guest_agent.0"></target></channel>`,
 		},
 		{
+			name: "vsock with a context id picked by libvirt",
+			edit: func(v *v1.VirtualMachineInstance) { v.Spec.Domain.Devices.AutoattachVSOCK = devPtr(true) },
+			area: (*converter).channels,
+			get:  func(l *libvirtxml.DomainDeviceList) any { return l.VSock },
+			want: `<vsock model="virtio-non-transitional"><cid auto="yes"></cid></vsock>`,
+		},
+		{
+			name: "vsock with KubeVirt's context id, transitional VMI",
+			edit: func(v *v1.VirtualMachineInstance) {
+				v.Spec.Domain.Devices.AutoattachVSOCK = devPtr(true)
+				v.Spec.Domain.Devices.UseVirtioTransitional = devPtr(true)
+				v.Status.VSOCKCID = devPtr(uint32(123))
+			},
+			area: (*converter).channels,
+			get:  func(l *libvirtxml.DomainDeviceList) any { return l.VSock },
+			want: `<vsock model="virtio-non-transitional"><cid auto="no" address="123"></cid></vsock>`,
+		},
+		{
 			name: "balloon",
 			area: (*converter).balloon,
 			get:  func(l *libvirtxml.DomainDeviceList) any { return l.MemBalloon },
@@ -258,9 +276,6 @@ func TestDeviceAreasRefuse(t *testing.T) {
 		{"downward metrics", func(v *v1.VirtualMachineInstance) {
 			v.Spec.Domain.Devices.DownwardMetrics = &v1.DownwardMetrics{}
 		}, (*converter).channels, `spec.domain.devices.downwardMetrics: Forbidden`},
-		{"vsock", func(v *v1.VirtualMachineInstance) {
-			v.Spec.Domain.Devices.AutoattachVSOCK = devPtr(true)
-		}, (*converter).channels, `spec.domain.devices.autoattachVSOCK: Forbidden`},
 		{"diag288 watchdog", func(v *v1.VirtualMachineInstance) {
 			v.Spec.Domain.Devices.Watchdog = &v1.Watchdog{Name: "w", WatchdogDevice: v1.WatchdogDevice{Diag288: &v1.Diag288Watchdog{}}}
 		}, (*converter).watchdog, `spec.domain.devices.watchdog.diag288: Forbidden`},
