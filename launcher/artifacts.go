@@ -76,9 +76,6 @@ func prepareArtifacts(ctx context.Context, vmi *v1.VirtualMachineInstance, layou
 	if err != nil {
 		return err
 	}
-	if err := checkAbsolute("HostLayout.ImageStore", layout.ImageStore); err != nil {
-		return err
-	}
 	arts, err := layout.Artifacts(vmi)
 	if err != nil {
 		return err

@@ -33,6 +33,9 @@ func (p *preparer) overlay(a convert.HostArtifact) error {
 	var fp *field.Path
 	var value, missing string
 	if vol.ContainerDisk != nil {
+		if err := checkAbsolute("HostLayout.ImageStore", p.layout.ImageStore); err != nil {
+			return err
+		}
 		fp, value = vp.Child("containerDisk", "image"), vol.ContainerDisk.Image
 		missing = "image not found in the image store (no " + a.BackingPath + ")"
 	} else {
@@ -124,6 +127,9 @@ func (p *preparer) checkKernelBoot() error {
 	}
 	c := fw.KernelBoot.Container
 	cp := field.NewPath("spec", "domain", "firmware", "kernelBoot", "container")
+	if err := checkAbsolute("HostLayout.ImageStore", p.layout.ImageStore); err != nil {
+		return err
+	}
 	folder := p.layout.ImageFolder(c.Image)
 	if st, err := os.Stat(folder); err != nil || !st.IsDir() {
 		return field.Invalid(cp.Child("image"), c.Image, "image not found in the image store (no folder "+folder+")")
