@@ -36,8 +36,8 @@ func (c *converter) memory(d *libvirtxml.Domain) error {
 			return field.Invalid(memoryPath.Child("maxGuest"), m.MaxGuest.String(), "must not be less than the guest memory "+guest.String())
 		}
 		// KubeVirt writes slots="0": memory is hotplugged as a virtio-mem
-		// device, not as DIMMs. libvirtxml leaves a zero slot count out,
-		// which libvirt reads as 0 as well.
+		// device, not as DIMMs. libvirtxml leaves a zero slot count out;
+		// domain.Marshal writes it back.
 		d.MaximumMemory = &libvirtxml.DomainMaxMemory{Value: uint(maxSize), Unit: "b"}
 	}
 	return c.memoryBacking(d)
