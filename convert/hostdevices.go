@@ -2,6 +2,7 @@ package convert
 
 import (
 	"fmt"
+	"net"
 	"regexp"
 	"strconv"
 
@@ -32,7 +33,9 @@ const (
 // hostDevices hands the VMI's host devices, GPUs and SR-IOV interfaces to
 // the guest, in KubeVirt's order: generic host devices (PCI, then mediated;
 // DRA ones after), GPUs (PCI, then mediated; DRA ones after), then
-// SR-IOV interfaces. Each needs an entry in Options.HostDevices under its
+// SR-IOV interfaces (an SR-IOV interface with a MAC address becomes an
+// <interface type="hostdev"> instead, so that libvirt sets the VF's MAC).
+// Each needs an entry in Options.HostDevices under its
 // name; without one it is refused with an error naming the spec field.
 func (c *converter) hostDevices(d *libvirtxml.Domain) error {
 	devs := c.spec.Domain.Devices
@@ -86,6 +89,14 @@ func (c *converter) hostDevices(d *libvirtxml.Domain) error {
 		dev, err := c.sriovHostdev(i, iface)
 		if err != nil {
 			return err
+		}
+		if iface.MacAddress != "" {
+			nic, err := sriovInterface(i, iface, dev)
+			if err != nil {
+				return err
+			}
+			d.Devices.Interfaces = append(d.Devices.Interfaces, nic)
+			continue
 		}
 		sriov = append(sriov, dev)
 	}
@@ -191,6 +202,28 @@ func (c *converter) sriovHostdev(i int, iface *v1.Interface) (libvirtxml.DomainH
 		dev.Boot = &libvirtxml.DomainDeviceBoot{Order: *iface.BootOrder}
 	}
 	return dev, nil
+}
+
+// sriovInterface turns the host device of an SR-IOV interface with a MAC
+// address into an <interface type="hostdev">: the same VF in the guest, with
+// libvirt setting the VF's MAC through its physical function, as KubeVirt's
+// SR-IOV CNI does on a node.
+func sriovInterface(i int, iface *v1.Interface, dev libvirtxml.DomainHostdev) (libvirtxml.DomainInterface, error) {
+	mac, err := net.ParseMAC(iface.MacAddress)
+	if err != nil || len(mac) != 6 {
+		return libvirtxml.DomainInterface{}, field.Invalid(devicesPath.Child("interfaces").Index(i).Child("macAddress"),
+			iface.MacAddress, "not a 6-byte MAC address such as de:ad:00:00:be:af")
+	}
+	return libvirtxml.DomainInterface{
+		Managed: "no",
+		MAC:     &libvirtxml.DomainInterfaceMAC{Address: mac.String()},
+		Source: &libvirtxml.DomainInterfaceSource{
+			Hostdev: &libvirtxml.DomainInterfaceSourceHostdev{PCI: dev.SubsysPCI.Source},
+		},
+		Boot:    dev.Boot,
+		Alias:   dev.Alias,
+		Address: dev.Address,
+	}, nil
 }
 
 // hostDevKindNames name the kinds in error messages.

@@ -56,6 +56,28 @@ func TestHostDevices(t *testing.T) {
 	}
 }
 
+// An SR-IOV interface with a MAC becomes <interface type="hostdev">, so that
+// libvirt programs the VF's MAC (KubeVirt leaves that to the SR-IOV CNI).
+func TestSRIOVWithMAC(t *testing.T) {
+	vmi := devVMI([]v1.Interface{
+		{Name: "vf", MacAddress: "02-00-00-00-00-AA", PciAddress: "0000:00:0a.0", InterfaceBindingMethod: v1.InterfaceBindingMethod{SRIOV: &v1.InterfaceSRIOV{}}},
+	}, []v1.Network{multusNet("vf", "sriov/net")})
+	c := devConverter(vmi, func(o *Options) {
+		o.HostDevices = map[string]HostDevice{"vf": {PCIAddress: "0000:3b:02.1"}}
+	})
+	d := &libvirtxml.Domain{Devices: &libvirtxml.DomainDeviceList{}}
+	if err := c.hostDevices(d); err != nil {
+		t.Fatal(err)
+	}
+	if len(d.Devices.Hostdevs) != 0 || len(d.Devices.Interfaces) != 1 {
+		t.Fatalf("%d hostdevs and %d interfaces, want 0 and 1", len(d.Devices.Hostdevs), len(d.Devices.Interfaces))
+	}
+	want := `<interface type="hostdev" managed="no"><mac address="02:00:00:00:00:aa"></mac><source><address type="pci" domain="0x0000" bus="0x3b" slot="0x02" function="0x1"></address></source><alias name="ua-sriov-vf"></alias><address type="pci" domain="0x0000" bus="0x00" slot="0x0a" function="0x0"></address></interface>`
+	if got := xmlOf(t, &d.Devices.Interfaces[0]); got != want {
+		t.Errorf("got  %s\nwant %s", got, want)
+	}
+}
+
 func TestGPUDisplayOptions(t *testing.T) {
 	vmi := devVMI(nil, nil)
 	vmi.Spec.Domain.Devices.GPUs = []v1.GPU{
