@@ -273,3 +273,27 @@ func TestNetworkQueuesCapped(t *testing.T) {
 		t.Errorf("queues = %d, want %d", q, maxNetworkQueues)
 	}
 }
+
+// Tap names as virt-handler creates them (pkg/network/link/names.go): tap0
+// for the pod network and for a default multus network, "tap" + 11 hex digits
+// of sha256(network name) for secondary multus networks.
+func TestKubeVirtLayoutTapNames(t *testing.T) {
+	vmi := devVMI(nil, nil)
+	for _, tc := range []struct {
+		net  v1.Network
+		want string
+	}{
+		{podNet("default"), "tap0"},
+		{v1.Network{Name: "primary", NetworkSource: v1.NetworkSource{Multus: &v1.MultusNetwork{NetworkName: "x", Default: true}}}, "tap0"},
+		{multusNet("network1", "x"), "tapa7662f44d65"},
+		{multusNet("network2", "x"), "tap27f4a77f94e"},
+	} {
+		att, err := KubeVirtLayout{}.Interface(vmi, &v1.Interface{Name: tc.net.Name}, &tc.net)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if want := (InterfaceAttachment{Type: "ethernet", Target: tc.want, Managed: "no"}); att != want {
+			t.Errorf("%s: got %+v, want %+v", tc.net.Name, att, want)
+		}
+	}
+}
