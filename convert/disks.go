@@ -104,6 +104,8 @@ func deviceOf(disk *v1.Disk, p *field.Path) (diskDevice, error) {
 		return dev, field.NotSupported(busPath, dev.bus, diskBuses)
 	case dev.device == "cdrom" && dev.bus == v1.DiskBusVirtio:
 		return dev, field.Invalid(busPath, dev.bus, "a CD-ROM cannot be on the virtio bus")
+	case dev.device == "lun" && dev.bus != v1.DiskBusSCSI && dev.bus != v1.DiskBusVirtio:
+		return dev, field.NotSupported(busPath, dev.bus, []string{string(v1.DiskBusSCSI), string(v1.DiskBusVirtio)})
 	case dev.device == "disk" && dev.bus == v1.DiskBusSATA && dev.readOnly:
 		return dev, field.Invalid(p.Child("disk", "readonly"), true, "SATA hard disks cannot be read-only")
 	}

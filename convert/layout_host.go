@@ -77,7 +77,8 @@ const (
 	// ArtifactConfigDrive: a cloud-init ConfigDrive ISO (label config-2).
 	ArtifactConfigDrive HostArtifactKind = "cloudInitConfigDrive"
 	// ArtifactConfigISO: an ISO of a configMap, secret, serviceAccount or
-	// downwardAPI volume's files.
+	// downwardAPI volume's files, labelled with the volume's volumeLabel or,
+	// as KubeVirt does without one, "cfgdata".
 	ArtifactConfigISO HostArtifactKind = "configISO"
 	// ArtifactHostDisk: a hostDisk of type DiskOrCreate; a sparse raw file
 	// of its capacity when Path does not exist yet.

@@ -319,6 +319,7 @@ func TestDiskRefusals(t *testing.T) {
 			"spec.domain.devices.disks[0].serial"},
 		{"pci on sata", v1.Disk{Name: "v", DiskDevice: v1.DiskDevice{Disk: &v1.DiskTarget{Bus: v1.DiskBusSATA, PciAddress: "0000:00:05.0"}}},
 			"spec.domain.devices.disks[0].disk.pciAddress"},
+		{"sata lun", v1.Disk{Name: "v", DiskDevice: v1.DiskDevice{LUN: &v1.LunTarget{Bus: v1.DiskBusSATA}}}, "spec.domain.devices.disks[0].lun.bus"},
 		{"sata readonly", v1.Disk{Name: "v", DiskDevice: v1.DiskDevice{Disk: &v1.DiskTarget{Bus: v1.DiskBusSATA, ReadOnly: true}}},
 			"spec.domain.devices.disks[0].disk.readonly"},
 		{"unknown volume", v1.Disk{Name: "w", DiskDevice: v1.DiskDevice{Disk: &v1.DiskTarget{Bus: v1.DiskBusVirtio}}},
@@ -366,5 +367,32 @@ func TestLUNReservation(t *testing.T) {
 		} else if tc.socket != "" {
 			t.Errorf("%T: no reservation socket, want %s", tc.layout, tc.socket)
 		}
+	}
+}
+
+// TestSCSIControllerIOThread follows KubeVirt's compute/controllers.go: a
+// SCSI disk asking for a dedicated IO thread gives the SCSI controller the
+// shared thread after the virtio disks' round-robin and one queue per vCPU.
+func TestSCSIControllerIOThread(t *testing.T) {
+	auto := v1.IOThreadsPolicyAuto
+	vmi := storageVMI()
+	vmi.Spec.Domain.IOThreadsPolicy = &auto
+	vmi.Spec.Domain.Resources.Requests = k8sv1.ResourceList{k8sv1.ResourceCPU: resource.MustParse("2")}
+	vmi.Spec.Domain.CPU = &v1.CPU{Sockets: 2, Cores: 1, Threads: 1}
+	vmi.Spec.Domain.Devices.Disks = []v1.Disk{
+		diskNamed("a", v1.DiskBusVirtio, false),
+		diskNamed("b", v1.DiskBusVirtio, false),
+		diskNamed("c", v1.DiskBusSCSI, true),
+	}
+	c := &converter{vmi: vmi, spec: &vmi.Spec, opts: Options{Layout: KubeVirtLayout{}}, virtioModel: "virtio-non-transitional"}
+	// limit 4, one dedicated: shared threads 1 and 2; a -> 1, b -> 2, so the
+	// controller's turn comes back to 1.
+	d := &libvirtxml.Domain{Devices: &libvirtxml.DomainDeviceList{}}
+	if err := c.controllers(d); err != nil {
+		t.Fatal(err)
+	}
+	scsi := d.Devices.Controllers[1]
+	if scsi.Type != "scsi" || scsi.Driver == nil || scsi.Driver.IOThread != 1 || scsi.Driver.Queues == nil || *scsi.Driver.Queues != 2 {
+		t.Fatalf("scsi controller %+v driver %+v", scsi, scsi.Driver)
 	}
 }
