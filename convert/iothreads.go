@@ -104,13 +104,15 @@ func hasDedicatedIOThread(disk *v1.Disk) bool {
 	return disk.DedicatedIOThread != nil && *disk.DedicatedIOThread
 }
 
-// iothreads writes the domain's <iothreads> count.
+// iothreads writes the domain's <iothreads> count and, for a VMI with
+// dedicated CPUs, pins the IO threads (pinIOThreads, in the cpu area's file).
 func (c *converter) iothreads(d *libvirtxml.Domain) error {
 	plan, err := c.ioThreadPlan()
 	if err != nil {
 		return err
 	}
 	d.IOThreads = plan.total
+	c.pinIOThreads(d)
 	return nil
 }
 
