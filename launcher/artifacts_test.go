@@ -599,3 +599,58 @@ spec:
 		t.Errorf("files %q", files)
 	}
 }
+
+// TestConcurrentPrepare: eight calls for the same VMI at once all succeed
+// and leave one set of artifacts.
+func TestConcurrentPrepare(t *testing.T) {
+	needQemuImg(t)
+	layout, sources := testLayout(t)
+	vmi := artifactVMI(t, noCloudVMI)
+	errs := make(chan error, 8)
+	for range 8 {
+		go func() { errs <- prepareArtifacts(context.Background(), vmi.DeepCopy(), layout, sources) }()
+	}
+	for range 8 {
+		if err := <-errs; err != nil {
+			t.Error(err)
+		}
+	}
+	var names []string
+	filepath.WalkDir(layout.StateFolder(vmi), func(p string, d os.DirEntry, err error) error {
+		if err == nil && !d.IsDir() {
+			names = append(names, strings.TrimPrefix(p, layout.StateFolder(vmi)+"/"))
+		}
+		return nil
+	})
+	if strings.Join(names, " ") != "cloud-init/nocloud.iso disks/scratch.qcow2" {
+		t.Errorf("files %q", names)
+	}
+}
+
+// TestFullDiskLeavesNothingBehind: on a file system without room for the
+// cloud-init ISO, the error is clear and the half-made state folder goes.
+func TestFullDiskLeavesNothingBehind(t *testing.T) {
+	needQemuImg(t)
+	if os.Geteuid() != 0 {
+		t.Skip("needs root to mount a small tmpfs")
+	}
+	dir := t.TempDir()
+	if out, err := exec.Command("mount", "-t", "tmpfs", "-o", "size=512k", "tmpfs", dir).CombinedOutput(); err != nil {
+		t.Skipf("cannot mount tmpfs: %s", out)
+	}
+	t.Cleanup(func() { exec.Command("umount", dir).Run() })
+	layout := convert.HostLayout{StateDir: filepath.Join(dir, "vmis")}
+	vmi := artifactVMI(t, noCloudVMI)
+	vmi.Spec.Volumes[1].CloudInitNoCloud.UserData = "#cloud-config\n# " + strings.Repeat("x", 1<<20) + "\n"
+	err := prepareArtifacts(context.Background(), vmi, layout, ConfigSources{QEMUUser: "-"})
+	if err == nil || !strings.Contains(err.Error(), "no space left") {
+		t.Fatalf("got %v, want no space left", err)
+	}
+	if strings.Contains(err.Error(), "xxxx") {
+		t.Error("error shows user data")
+	}
+	if _, err := os.Stat(layout.StateFolder(vmi)); !errors.Is(err, os.ErrNotExist) {
+		entries, _ := os.ReadDir(layout.StateFolder(vmi))
+		t.Errorf("state folder left behind: %v", entries)
+	}
+}
