@@ -215,7 +215,9 @@ func (b *diskBuilder) disk(i int) (libvirtxml.DomainDisk, error) {
 }
 
 // checkDiskFields refuses the values of a disk's fields that the domain
-// cannot carry.
+// cannot carry. A disk's tag is accepted: KubeVirt writes device metadata
+// only for tagged interfaces, host devices and GPUs, so a disk tag changes
+// nothing there either.
 func checkDiskFields(spec *v1.Disk, dev diskDevice, p *field.Path) error {
 	switch {
 	case spec.Serial != "" && dev.device != "disk":
