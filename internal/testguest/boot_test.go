@@ -201,6 +201,9 @@ func TestBootUnderEmulation(t *testing.T) {
 		if !g.exited(t, 20*time.Second) {
 			t.Fatal("guest did not power off on the ACPI power button")
 		}
+		if text, _ := os.ReadFile(g.serial); !strings.Contains(string(text), "testguest: power button") {
+			t.Error("guest powered off without acpid seeing the power button")
+		}
 	})
 
 	t.Run("ignore", func(t *testing.T) {

@@ -46,6 +46,22 @@ for arg in $(cat /proc/cmdline); do
 	esac
 done
 
+# With testguest.action=acpi, busybox acpid runs /etc/acpi/PWRF/00000080
+# on the power button. It starts before the report and the report waits
+# until it has the input devices open, so that no press after the
+# "waiting" line is lost.
+if [ "$action" = acpi ]; then
+	mkdir -p /etc/acpi/PWRF
+	printf '#!/bin/sh\necho "testguest: power button" >/dev/console\nsync\npoweroff -f\n' > /etc/acpi/PWRF/00000080
+	chmod 755 /etc/acpi/PWRF/00000080
+	acpid -d -c /etc/acpi >/dev/null 2>&1 &
+	pid=$!
+	for i in $(seq 1 50); do
+		ls -l /proc/$pid/fd 2>/dev/null | grep -q /dev/input/event && break
+		sleep 0.1
+	done
+fi
+
 # Block devices show up while their drivers probe; wait until the list
 # stops changing (SCSI is scanned synchronously, virtio probes at insmod).
 prev=""
@@ -98,10 +114,6 @@ poweroff)
 	poweroff -f
 	;;
 acpi)
-	mkdir -p /etc/acpi/PWRF
-	printf '#!/bin/sh\necho "testguest: power button"\nsync\npoweroff -f\n' > /etc/acpi/PWRF/00000080
-	chmod 755 /etc/acpi/PWRF/00000080
-	acpid -d -c /etc/acpi >/dev/null 2>&1 &
 	echo "testguest: waiting for the ACPI power button"
 	;;
 *)
