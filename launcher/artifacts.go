@@ -193,6 +193,9 @@ func (p *preparer) stateFolders() error {
 	if err := p.mkdir(p.state, stateFolderMode); err != nil {
 		return err
 	}
+	if err := os.Chmod(p.state, stateFolderMode); err != nil {
+		return err
+	}
 	return p.owner.give(p.state)
 }
 

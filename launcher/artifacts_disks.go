@@ -87,6 +87,9 @@ func (p *preparer) emptyDisk(a convert.HostArtifact) error {
 func (p *preparer) hostDisk(a convert.HostArtifact) error {
 	hd := p.vmi.Spec.Volumes[a.Index].HostDisk
 	vp := field.NewPath("spec", "volumes").Index(a.Index).Child("hostDisk")
+	if !filepath.IsAbs(a.Path) {
+		return field.Invalid(vp.Child("path"), hd.Path, "must be an absolute path")
+	}
 	st, err := os.Stat(a.Path)
 	switch {
 	case err == nil && st.Mode().IsRegular():
