@@ -47,7 +47,17 @@ func (l *Launcher) refreshAfter(ctx context.Context, rec *record) {
 // onDomain runs fn on the domain called name. A missing domain is
 // ErrNoDomain.
 func (l *Launcher) onDomain(ctx context.Context, name string, fn func(dom *libvirt.Domain) error) error {
-	return l.do(ctx, func(c *libvirt.Connect) error {
+	return l.do(ctx, lookupThen(name, fn))
+}
+
+// readDomain is onDomain on the monitoring connection, for reads.
+func (l *Launcher) readDomain(ctx context.Context, name string, fn func(dom *libvirt.Domain) error) error {
+	return l.read(ctx, lookupThen(name, fn))
+}
+
+// lookupThen looks the domain called name up and runs fn on it.
+func lookupThen(name string, fn func(dom *libvirt.Domain) error) func(c *libvirt.Connect) error {
+	return func(c *libvirt.Connect) error {
 		dom, err := c.LookupDomainByName(name)
 		if isNoDomain(err) {
 			return fmt.Errorf("%w: domain %s", ErrNoDomain, name)
@@ -57,7 +67,7 @@ func (l *Launcher) onDomain(ctx context.Context, name string, fn func(dom *libvi
 		}
 		defer dom.Free()
 		return fn(dom)
-	})
+	}
 }
 
 // gracePeriod returns the VMI's termination grace period
@@ -162,7 +172,7 @@ func (l *Launcher) destroy(ctx context.Context, name string) error {
 // active tells whether the domain called name has a QEMU process.
 func (l *Launcher) active(ctx context.Context, name string) (bool, error) {
 	var active bool
-	err := l.onDomain(ctx, name, func(dom *libvirt.Domain) error {
+	err := l.readDomain(ctx, name, func(dom *libvirt.Domain) error {
 		state, _, err := dom.GetState()
 		if err != nil {
 			return wrapErr(err, "read state of domain %s", name)

@@ -24,14 +24,14 @@ type Launcher struct {
 	wg     sync.WaitGroup
 	closed atomic.Bool
 
-	// connMu guards the connection. Calls into libvirt hold it for reading
-	// (see do); replacing a lost connection holds it for writing.
+	// connMu guards the connections. Calls into libvirt hold it for
+	// reading (see do); replacing lost connections holds it for writing.
 	connMu    sync.RWMutex
-	conn      *libvirt.Connect // nil while disconnected
-	gen       uint64           // generation of conn, counts connections
-	connReady chan struct{}    // closed while conn is set
-	callbacks []int            // domain event callback ids on conn
-	lost      chan uint64      // generations reported lost
+	conns     conns         // both nil while disconnected
+	gen       uint64        // generation of conns, counts connections
+	connReady chan struct{} // closed while conns are set
+	callbacks []int         // domain event callback ids on conns.mon
+	lost      chan uint64   // generations reported lost
 
 	// facts are the host facts, probed once per connection.
 	factsMu sync.Mutex
@@ -139,21 +139,34 @@ func (l *Launcher) Close() error {
 	return nil
 }
 
-// connect opens a connection and sets it up: keepalive, close callback and
-// domain event callbacks. It does not install it.
-func (l *Launcher) connect(ctx context.Context) (*libvirt.Connect, error) {
-	if err := ctx.Err(); err != nil {
-		return nil, err
-	}
-	c, err := libvirt.NewConnect(l.cfg.URI)
-	if err != nil {
-		return nil, wrapErr(err, "connect to %s", l.cfg.URI)
-	}
-	return c, nil
+// conns are the launcher's two connections to libvirt: ctl for the calls
+// that change domains (define, start, stop — some take seconds), mon for
+// events and status reads, so reading a state never queues behind a start
+// (libvirtd serves a bounded number of calls per connection at once).
+type conns struct {
+	ctl, mon *libvirt.Connect
 }
 
-// install makes c the launcher's connection and registers its callbacks.
-func (l *Launcher) install(c *libvirt.Connect) {
+// connect opens both connections. It does not install them.
+func (l *Launcher) connect(ctx context.Context) (conns, error) {
+	if err := ctx.Err(); err != nil {
+		return conns{}, err
+	}
+	ctl, err := libvirt.NewConnect(l.cfg.URI)
+	if err != nil {
+		return conns{}, wrapErr(err, "connect to %s", l.cfg.URI)
+	}
+	mon, err := libvirt.NewConnect(l.cfg.URI)
+	if err != nil {
+		_, _ = ctl.Close()
+		return conns{}, wrapErr(err, "connect to %s", l.cfg.URI)
+	}
+	return conns{ctl: ctl, mon: mon}, nil
+}
+
+// install makes cs the launcher's connections: keepalive and a close
+// callback on both, domain event callbacks on mon.
+func (l *Launcher) install(cs conns) {
 	l.connMu.Lock()
 	defer l.connMu.Unlock()
 	l.gen++
@@ -162,47 +175,51 @@ func (l *Launcher) install(c *libvirt.Connect) {
 	if interval < 1 {
 		interval = 1
 	}
-	if err := c.SetKeepAlive(interval, l.cfg.KeepAliveCount); err != nil {
-		l.log.Warn("libvirt keepalive not set", "err", err)
-	}
-	if err := c.RegisterCloseCallback(func(_ *libvirt.Connect, reason libvirt.ConnectCloseReason) {
-		l.markLost(gen)
-	}); err != nil {
-		l.log.Warn("libvirt close callback not registered", "err", err)
+	for _, c := range []*libvirt.Connect{cs.ctl, cs.mon} {
+		if err := c.SetKeepAlive(interval, l.cfg.KeepAliveCount); err != nil {
+			l.log.Warn("libvirt keepalive not set", "err", err)
+		}
+		if err := c.RegisterCloseCallback(func(_ *libvirt.Connect, reason libvirt.ConnectCloseReason) {
+			l.markLost(gen)
+		}); err != nil {
+			l.log.Warn("libvirt close callback not registered", "err", err)
+		}
 	}
 	l.callbacks = nil
-	if id, err := c.DomainEventLifecycleRegister(nil, func(_ *libvirt.Connect, d *libvirt.Domain, ev *libvirt.DomainEventLifecycle) {
+	if id, err := cs.mon.DomainEventLifecycleRegister(nil, func(_ *libvirt.Connect, d *libvirt.Domain, ev *libvirt.DomainEventLifecycle) {
 		l.hint(d)
 	}); err == nil {
 		l.callbacks = append(l.callbacks, id)
 	} else {
 		l.log.Error("libvirt lifecycle events not registered", "err", err)
 	}
-	if id, err := c.DomainEventAgentLifecycleRegister(nil, func(_ *libvirt.Connect, d *libvirt.Domain, ev *libvirt.DomainEventAgentLifecycle) {
+	if id, err := cs.mon.DomainEventAgentLifecycleRegister(nil, func(_ *libvirt.Connect, d *libvirt.Domain, ev *libvirt.DomainEventAgentLifecycle) {
 		l.hint(d)
 	}); err == nil {
 		l.callbacks = append(l.callbacks, id)
 	} else {
 		l.log.Warn("libvirt agent events not registered", "err", err)
 	}
-	l.conn = c
+	l.conns = cs
 	l.facts = nil
 	close(l.connReady)
 	l.log.Info("connected to libvirt", "uri", l.cfg.URI, "generation", gen)
 }
 
-// teardown drops the current connection. connMu must be held for writing.
+// teardown drops the current connections. connMu must be held for writing.
 func (l *Launcher) teardown() {
-	if l.conn == nil {
+	if l.conns.ctl == nil {
 		return
 	}
 	for _, id := range l.callbacks {
-		_ = l.conn.DomainEventDeregister(id)
+		_ = l.conns.mon.DomainEventDeregister(id)
 	}
 	l.callbacks = nil
-	_ = l.conn.UnregisterCloseCallback()
-	_, _ = l.conn.Close()
-	l.conn = nil
+	for _, c := range []*libvirt.Connect{l.conns.ctl, l.conns.mon} {
+		_ = c.UnregisterCloseCallback()
+		_, _ = c.Close()
+	}
+	l.conns = conns{}
 	l.connReady = make(chan struct{})
 }
 
@@ -237,7 +254,7 @@ func (l *Launcher) reconnectLoop() {
 		case gen = <-l.lost:
 		}
 		l.connMu.Lock()
-		if gen != l.gen || l.conn == nil {
+		if gen != l.gen || l.conns.ctl == nil {
 			l.connMu.Unlock()
 			continue
 		}
@@ -272,15 +289,27 @@ func (l *Launcher) resync() {
 	}
 }
 
-// do runs fn with the current connection, waiting for one while the
-// launcher reconnects (bounded by ctx). fn must not call do.
+// do runs fn with the control connection, waiting for one while the
+// launcher reconnects (bounded by ctx). fn must not call do or read.
 func (l *Launcher) do(ctx context.Context, fn func(c *libvirt.Connect) error) error {
+	return l.with(ctx, false, fn)
+}
+
+// read runs fn with the monitoring connection, for calls that only read.
+func (l *Launcher) read(ctx context.Context, fn func(c *libvirt.Connect) error) error {
+	return l.with(ctx, true, fn)
+}
+
+func (l *Launcher) with(ctx context.Context, mon bool, fn func(c *libvirt.Connect) error) error {
 	for {
 		if l.closed.Load() {
 			return ErrClosed
 		}
 		l.connMu.RLock()
-		c, gen, ready := l.conn, l.gen, l.connReady
+		c, gen, ready := l.conns.ctl, l.gen, l.connReady
+		if mon {
+			c = l.conns.mon
+		}
 		if c != nil {
 			err := fn(c)
 			l.connMu.RUnlock()

@@ -35,7 +35,7 @@ type snapshot struct {
 // hasGrace is whether the VMI has a termination grace period.
 func (l *Launcher) observe(ctx context.Context, name string, hasGrace bool) (snapshot, error) {
 	var s snapshot
-	err := l.do(ctx, func(c *libvirt.Connect) error {
+	err := l.read(ctx, func(c *libvirt.Connect) error {
 		s = snapshot{}
 		dom, err := c.LookupDomainByName(name)
 		if isNoDomain(err) {
