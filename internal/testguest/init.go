@@ -79,7 +79,12 @@ report() {
 		[ -e "$d/device" ] || continue
 		name="${d##*/}"
 		serial=""
-		[ -r "$d/serial" ] && serial="$(cat "$d/serial")"
+		if [ -r "$d/serial" ]; then
+			serial="$(cat "$d/serial")"
+		elif [ -r "$d/device/vpd_pg80" ]; then
+			# SCSI: the unit serial number VPD page, after its 4-byte header.
+			serial="$(dd if="$d/device/vpd_pg80" bs=1 skip=4 2>/dev/null | tr -d '\000' | sed 's/^ *//; s/ *$//')"
+		fi
 		size=$(( $(cat "$d/size") * 512 ))
 		echo "disk $name serial=$serial size=$size"
 	done
