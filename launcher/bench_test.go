@@ -1,0 +1,140 @@
+package launcher_test
+
+import (
+	"context"
+	"fmt"
+	"testing"
+	"time"
+
+	v1 "kubevirt.io/api/core/v1"
+	"libvirt.org/go/libvirt"
+
+	"github.com/vmi2libvirt/vmi2libvirt/internal/testguest"
+	"github.com/vmi2libvirt/vmi2libvirt/launcher"
+)
+
+// BenchmarkSyncToRunning measures, for a new test guest VMI under
+// emulation, the time from calling Sync until Watch reports it Running
+// (the QEMU process exists), and until Watch reports it Ready (libvirt has
+// started its vCPUs). Delete is not timed.
+//
+//	go test ./launcher -run '^$' -bench SyncToRunning -benchtime 5x
+func BenchmarkSyncToRunning(b *testing.B) {
+	e := newEnv(b)
+	ctx := context.Background()
+	watchCtx, stop := context.WithCancel(ctx)
+	defer stop()
+	events := e.l.Watch(watchCtx)
+	var toRunning, toReady, syncCall time.Duration
+	b.ResetTimer()
+	for i := range b.N {
+		b.StopTimer()
+		vmi := guestVMI(b, uniqueName(fmt.Sprintf("bench-sync-%d", i)), 0, testguest.ActionIgnore)
+		b.StartTimer()
+		start := time.Now()
+		if err := e.l.Sync(ctx, vmi); err != nil {
+			b.Fatalf("Sync: %v", err)
+		}
+		syncCall += time.Since(start)
+		running := false
+		for {
+			ev := <-events
+			if ev.Name != vmi.Name {
+				continue
+			}
+			if ev.Status.Phase == v1.Running && !running {
+				running = true
+				toRunning += time.Since(start)
+			}
+			if c := condition(ev.Status, v1.VirtualMachineInstanceReady); c != nil && c.Status == "True" {
+				toReady += time.Since(start)
+				break
+			}
+		}
+		b.StopTimer()
+		if err := e.l.Delete(ctx, vmi); err != nil {
+			b.Fatalf("Delete: %v", err)
+		}
+		b.StartTimer()
+	}
+	b.StopTimer()
+	n := float64(b.N)
+	b.ReportMetric(float64(toRunning.Milliseconds())/n, "ms-to-Running/op")
+	b.ReportMetric(float64(toReady.Milliseconds())/n, "ms-to-Ready/op")
+	b.ReportMetric(float64(syncCall.Milliseconds())/n, "ms-Sync-call/op")
+}
+
+// BenchmarkEventToWatch measures how long a change made behind the
+// launcher's back (another libvirt client pauses or resumes the domain)
+// takes to reach Watch: from libvirt's lifecycle event, as an independent
+// client receives it, and from the launcher's own event callback.
+//
+//	go test ./launcher -run '^$' -bench EventToWatch -benchtime 50x
+func BenchmarkEventToWatch(b *testing.B) {
+	e := newEnv(b)
+	ctx := context.Background()
+	vmi := guestVMI(b, uniqueName("bench-event"), 0, testguest.ActionIgnore)
+	e.sync(b, vmi)
+	watchCtx, stop := context.WithCancel(ctx)
+	defer stop()
+	events := e.l.Watch(watchCtx)
+	dom, err := e.conn.LookupDomainByName(domainName(vmi))
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer dom.Free()
+	// Wait until the guest runs (Ready) before pausing it.
+	for {
+		ev := <-events
+		if c := condition(ev.Status, v1.VirtualMachineInstanceReady); ev.Name == vmi.Name && c != nil && c.Status == "True" {
+			break
+		}
+	}
+	var fromEvent, fromCallback time.Duration
+	b.ResetTimer()
+	for i := range b.N {
+		pause := i%2 == 0
+		want, typ := "Running", libvirt.DOMAIN_EVENT_RESUMED
+		act := dom.Resume
+		if pause {
+			want, typ, act = "Running/PausedByUser", libvirt.DOMAIN_EVENT_SUSPENDED, dom.Suspend
+		}
+		before := e.events.count(domainName(vmi), typ)
+		if err := act(); err != nil {
+			b.Fatal(err)
+		}
+		var got launcher.Event
+		for {
+			got = <-events
+			if got.Name == vmi.Name && stateKey(got.Status) == want {
+				break
+			}
+		}
+		at := time.Now()
+		// The independent client's copy of the event.
+		var evAt time.Time
+		for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); time.Sleep(time.Millisecond) {
+			if evs := e.events.of(domainName(vmi)); e.events.count(domainName(vmi), typ) > before {
+				for j := len(evs) - 1; j >= 0; j-- {
+					if evs[j].typ == typ {
+						evAt = evs[j].at
+						break
+					}
+				}
+				break
+			}
+		}
+		if evAt.IsZero() {
+			b.Fatalf("no %v event seen by the independent client", typ)
+		}
+		fromEvent += at.Sub(evAt)
+		if !got.LibvirtEvent.IsZero() {
+			fromCallback += at.Sub(got.LibvirtEvent)
+		}
+	}
+	b.StopTimer()
+	n := float64(b.N)
+	b.ReportMetric(float64(fromEvent.Microseconds())/n/1000, "ms-event-to-Watch/op")
+	b.ReportMetric(float64(fromCallback.Microseconds())/n/1000, "ms-callback-to-Watch/op")
+	b.ReportMetric(float64(e.l.DroppedEvents()), "dropped-events")
+}
