@@ -46,28 +46,17 @@ func controller(kind, model string) libvirtxml.DomainController {
 	return libvirtxml.DomainController{Type: kind, Index: &index, Model: model}
 }
 
-// needsUSB tells whether the guest needs a USB controller: for a USB input
-// (an input without bus is on USB), a disk, LUN or CD-ROM on the USB bus,
-// USB client passthrough, or a host device that Options map to a USB device.
+// needsUSB tells whether the guest needs a USB controller: for what the
+// input area puts on USB (usesUSB), or a disk, LUN or CD-ROM on the USB bus.
 // KubeVirt looks only at plain disks on USB; a USB CD-ROM or LUN without a
 // controller would not start, so they count here too.
 func (c *converter) needsUSB() bool {
-	devs := &c.spec.Domain.Devices
-	for _, in := range devs.Inputs {
-		if in.Bus == v1.InputBusUSB || in.Bus == "" {
-			return true
-		}
-	}
-	for i := range devs.Disks {
-		if diskBus(&devs.Disks[i]) == v1.DiskBusUSB {
-			return true
-		}
-	}
-	if devs.ClientPassthrough != nil {
+	if c.usesUSB() {
 		return true
 	}
-	for _, hd := range devs.HostDevices {
-		if h, ok := c.opts.HostDevices[hd.Name]; ok && h.USBVendor != "" {
+	devs := &c.spec.Domain.Devices
+	for i := range devs.Disks {
+		if diskBus(&devs.Disks[i]) == v1.DiskBusUSB {
 			return true
 		}
 	}
