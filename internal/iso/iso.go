@@ -17,6 +17,7 @@ import (
 	"sort"
 	"strings"
 	"unicode/utf16"
+	"unicode/utf8"
 )
 
 // SectorSize is the logical block size of the images written here.
@@ -156,6 +157,12 @@ func checkLabel(label string) error {
 	if label == "" {
 		return fmt.Errorf("iso: empty volume label")
 	}
+	if !utf8.ValidString(label) {
+		return fmt.Errorf("iso: volume label is not valid UTF-8")
+	}
+	if strings.TrimRight(label, " ") != label {
+		return fmt.Errorf("iso: volume label %q ends with a space", label)
+	}
 	if len(utf16.Encode([]rune(label))) > 16 {
 		return fmt.Errorf("iso: volume label %q longer than 16 characters", label)
 	}
@@ -210,6 +217,8 @@ func checkComponent(p string) error {
 		return fmt.Errorf("bad component %q", p)
 	case strings.ContainsRune(p, 0):
 		return fmt.Errorf("component has a NUL byte")
+	case !utf8.ValidString(p):
+		return fmt.Errorf("component is not valid UTF-8")
 	case strings.HasSuffix(p, "."):
 		// Linux's isofs drops trailing dots of Joliet names.
 		return fmt.Errorf("component %q ends with a dot", p)
