@@ -112,9 +112,15 @@ func (l KubeVirtLayout) claim(volume string) DiskSource {
 func (KubeVirtLayout) ReservationSocket() string { return kvPRHelperSocket }
 
 // Paths returns the pod paths of the VMI's sockets, logs, EFI variables and
-// kernel-boot files.
+// kernel-boot files. The private folder is named after metadata.uid, which
+// the API server assigns; a VMI that has none (one read from a file) uses
+// its domain name instead, so that no path has an empty segment.
 func (KubeVirtLayout) Paths(vmi *v1.VirtualMachineInstance) Paths {
-	private := "/var/run/kubevirt-private/" + string(vmi.UID)
+	id := string(vmi.UID)
+	if id == "" {
+		id = DomainName(vmi)
+	}
+	private := "/var/run/kubevirt-private/" + id
 	p := Paths{
 		SerialSocket: private + "/virt-serial0",
 		SerialLog:    private + "/virt-serial0-log",
