@@ -21,6 +21,7 @@ packages=(
 	qemu-system-x86 qemu-utils ovmf busybox-static
 	genisoimage # isoinfo, used by internal/iso's tests
 	util-linux  # blkid
+	procps      # pgrep
 )
 missing=()
 for p in "${packages[@]}"; do
