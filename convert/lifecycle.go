@@ -1,8 +1,8 @@
 package convert
 
 import (
-	v1 "kubevirt.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/util/validation/field"
+	v1 "kubevirt.io/api/core/v1"
 	"libvirt.org/go/libvirtxml"
 )
 
