@@ -22,41 +22,40 @@ var hypervDependencies = []hypervDependency{
 	{"synic", "vpindex"},
 }
 
-// hypervState returns whether a Hyper-V feature is set at all and whether
-// it is enabled.
-func hypervState(h *v1.FeatureHyperv, name string) (set, enabled bool) {
-	var e *bool
+// hypervState returns whether a Hyper-V feature is present in the spec and
+// its enabled field (nil when unset).
+func hypervState(h *v1.FeatureHyperv, name string) (present bool, on *bool) {
 	switch name {
 	case "vapic":
 		if h.VAPIC != nil {
-			e = h.VAPIC.Enabled
+			return true, h.VAPIC.Enabled
 		}
 	case "vpindex":
 		if h.VPIndex != nil {
-			e = h.VPIndex.Enabled
+			return true, h.VPIndex.Enabled
 		}
 	case "synic":
 		if h.SyNIC != nil {
-			e = h.SyNIC.Enabled
+			return true, h.SyNIC.Enabled
 		}
 	case "synictimer":
 		if h.SyNICTimer != nil {
-			e = h.SyNICTimer.Enabled
+			return true, h.SyNICTimer.Enabled
 		}
 	case "tlbflush":
 		if h.TLBFlush != nil {
-			e = h.TLBFlush.Enabled
+			return true, h.TLBFlush.Enabled
 		}
 	case "ipi":
 		if h.IPI != nil {
-			e = h.IPI.Enabled
+			return true, h.IPI.Enabled
 		}
 	case "evmcs":
 		if h.EVMCS != nil {
-			e = h.EVMCS.Enabled
+			return true, h.EVMCS.Enabled
 		}
 	}
-	return e != nil, e != nil && *e
+	return false, nil
 }
 
 // enableHyperv enables one of the features that can be a requirement.
@@ -87,13 +86,15 @@ func defaultHypervDependencies(vmi *v1.VirtualMachineInstance, _ ClusterConfig) 
 	}
 	h := f.Hyperv
 	for _, dep := range hypervDependencies {
-		if _, on := hypervState(h, dep.name); !on {
+		// As KubeVirt: after kubevirt.io/api's defaults a present feature
+		// has enabled set; a requirement is "missing" when absent or unset.
+		if _, on := hypervState(h, dep.name); !isTrue(on) {
 			continue
 		}
-		set, on := hypervState(h, dep.requires)
+		_, req := hypervState(h, dep.requires)
 		switch {
-		case on:
-		case !set:
+		case isTrue(req):
+		case req == nil:
 			enableHyperv(h, dep.requires)
 		default:
 			return // disabled by the user: KubeVirt stops here
