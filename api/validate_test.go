@@ -333,7 +333,9 @@ func TestValidateVolumes(t *testing.T) {
 }
 
 func TestValidateCloudInit(t *testing.T) {
-	ci := func(v *v1.VirtualMachineInstance) *v1.CloudInitNoCloudSource { return v.Spec.Volumes[1].CloudInitNoCloud }
+	ci := func(v *v1.VirtualMachineInstance) *v1.CloudInitNoCloudSource {
+		return v.Spec.Volumes[1].CloudInitNoCloud
+	}
 	configDrive := func(v *v1.VirtualMachineInstance, s v1.CloudInitConfigDriveSource) {
 		v.Spec.Volumes[1].CloudInitNoCloud = nil
 		v.Spec.Volumes[1].CloudInitConfigDrive = &s
@@ -483,8 +485,12 @@ func TestValidateFirmwareAndFeatures(t *testing.T) {
 func TestValidateDevicesAndLifecycle(t *testing.T) {
 	devs := func(v *v1.VirtualMachineInstance) *v1.Devices { return &v.Spec.Domain.Devices }
 	runValidate(t, []vcase{
-		{"input bus", func(v *v1.VirtualMachineInstance) { devs(v).Inputs = []v1.Input{{Name: "t", Bus: "ps2", Type: "tablet"}} }, []string{ns + "spec.domain.devices.inputs[0].bus"}},
-		{"input type", func(v *v1.VirtualMachineInstance) { devs(v).Inputs = []v1.Input{{Name: "t", Bus: "usb", Type: "mouse"}} }, []string{ns + "spec.domain.devices.inputs[0].type"}},
+		{"input bus", func(v *v1.VirtualMachineInstance) {
+			devs(v).Inputs = []v1.Input{{Name: "t", Bus: "ps2", Type: "tablet"}}
+		}, []string{ns + "spec.domain.devices.inputs[0].bus"}},
+		{"input type", func(v *v1.VirtualMachineInstance) {
+			devs(v).Inputs = []v1.Input{{Name: "t", Bus: "usb", Type: "mouse"}}
+		}, []string{ns + "spec.domain.devices.inputs[0].type"}},
 		{"unnamed input (ours)", func(v *v1.VirtualMachineInstance) { devs(v).Inputs = []v1.Input{{Bus: "usb", Type: "tablet"}} }, []string{req + "spec.domain.devices.inputs[0].name"}},
 		{"diag288 watchdog", func(v *v1.VirtualMachineInstance) {
 			devs(v).Watchdog = &v1.Watchdog{Name: "w", WatchdogDevice: v1.WatchdogDevice{Diag288: &v1.Diag288Watchdog{}}}
