@@ -99,13 +99,16 @@ func mayBeConnectionLoss(err error) bool {
 var errNotConnected = errors.New("launcher: not connected to libvirt")
 
 // isMemoryHotplugRefusal reports whether a define error is libvirt refusing
-// <maxMemory> without memory slots (libvirt before virtio-mem support
-// without slots, Debian 12's 9.0 among them).
+// <maxMemory> without memory slots, as libvirt before virtio-mem support
+// without slots does (Debian 12's 9.0 among them): its schema refuses the
+// element ("Extra element maxMemory in interleave"), or, without schema
+// validation, its parser ("both maximum memory size and memory slot count
+// must be specified").
 func isMemoryHotplugRefusal(err error) bool {
 	var p *libvirt.Error
 	if !errors.As(err, &p) {
 		return false
 	}
 	m := strings.ToLower(p.Message)
-	return strings.Contains(m, "slot") && strings.Contains(m, "memory")
+	return strings.Contains(m, "maxmemory") || (strings.Contains(m, "slot") && strings.Contains(m, "memory"))
 }

@@ -74,6 +74,11 @@ func TestErrorsUnwrap(t *testing.T) {
 	if !isMemoryHotplugRefusal(refusal) {
 		t.Errorf("isMemoryHotplugRefusal(%v) = false", refusal)
 	}
+	schemaRefusal := wrapErr(libvirt.Error{Code: libvirt.ERR_XML_INVALID_SCHEMA,
+		Message: "XML document failed to validate against schema: Unable to validate doc against /usr/share/libvirt/schemas/domain.rng\nExtra element maxMemory in interleave"}, "define")
+	if !isMemoryHotplugRefusal(schemaRefusal) {
+		t.Errorf("isMemoryHotplugRefusal(%v) = false", schemaRefusal)
+	}
 	if isMemoryHotplugRefusal(wrapErr(libvirt.Error{Code: libvirt.ERR_XML_ERROR, Message: "XML error: bad disk"}, "define")) {
 		t.Error("an unrelated XML error counts as a memory hotplug refusal")
 	}
