@@ -9,6 +9,7 @@ import (
 	"libvirt.org/go/libvirtxml"
 
 	"github.com/vmi2libvirt/vmi2libvirt/domain"
+	"github.com/vmi2libvirt/vmi2libvirt/internal/golden"
 )
 
 // sample is a small domain with attributes, nested elements, optional
@@ -96,6 +97,52 @@ func TestRoundTrip(t *testing.T) {
 	}
 	if !bytes.Equal(again, xml) {
 		t.Errorf("Marshal(Unmarshal(xml)) != xml:\n%s\n---\n%s", xml, again)
+	}
+}
+
+// TestSampleValidates checks the sample domain against libvirt's schema, so
+// that the round-trip tests above run on a domain libvirt would accept.
+func TestSampleValidates(t *testing.T) {
+	xml, err := domain.Marshal(sample())
+	if err != nil {
+		t.Fatal(err)
+	}
+	golden.CheckSchemaBytes(t, "sample", xml)
+}
+
+// TestMaxMemorySlots checks Marshal's one fix to libvirtxml: a <maxMemory>
+// without slots gets slots="0" (libvirt's schema requires the attribute,
+// libvirtxml leaves a zero out), other slot counts stay as they are, and the
+// result survives a round trip and passes the schema.
+func TestMaxMemorySlots(t *testing.T) {
+	for _, tc := range []struct {
+		slots uint
+		want  string
+	}{
+		{0, `<maxMemory unit="b" slots="0">536870912</maxMemory>`},
+		{4, `<maxMemory unit="b" slots="4">536870912</maxMemory>`},
+	} {
+		d := sample()
+		d.MaximumMemory = &libvirtxml.DomainMaxMemory{Value: 536870912, Unit: "b", Slots: tc.slots}
+		xml, err := domain.Marshal(d)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := bytes.Count(xml, []byte("slots=")); got != 1 || !bytes.Contains(xml, []byte("\n  "+tc.want+"\n")) {
+			t.Errorf("slots %d: want one line %s, got:\n%s", tc.slots, tc.want, xml)
+		}
+		golden.CheckRoundTrip(t, xml)
+		golden.CheckSchemaBytes(t, fmt.Sprintf("slots-%d", tc.slots), xml)
+	}
+	// No <maxMemory>: nothing added, even where a metadata text mentions it.
+	d := sample()
+	d.Description = `<maxMemory unit="b">1</maxMemory>`
+	xml, err := domain.Marshal(d)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if bytes.Contains(xml, []byte("slots=")) {
+		t.Errorf("slots added to a domain without <maxMemory>:\n%s", xml)
 	}
 }
 
