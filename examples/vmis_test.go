@@ -18,8 +18,8 @@ import (
 // layouts are the two ways the samples are converted: KubeVirt's pod paths
 // with virt-handler's options, and a plain libvirt host under emulation with
 // the samples' Multus network mapped to a bridge and their claims mapped to
-// files, without memory hotplug, as a launcher on Debian 12's libvirt 9.0
-// converts (that libvirt refuses <maxMemory> without slots).
+// files, without memory hotplug, as the launcher converts for Debian 12's
+// libvirt 9.0 (which refuses to define <maxMemory slots="0">).
 func layouts() []struct {
 	name string
 	opts convert.Options
