@@ -53,6 +53,11 @@ type Config struct {
 	KeepAliveInterval time.Duration
 	KeepAliveCount    uint
 
+	// AgentPollInterval is how often the status of a VMI whose guest agent
+	// is connected is re-read, for what the agent reports without a libvirt
+	// event (addresses, guest OS). Default 10s; negative turns it off.
+	AgentPollInterval time.Duration
+
 	// ReconnectMin and ReconnectMax bound the backoff between attempts to
 	// reconnect a lost connection (defaults 100ms and 5s).
 	ReconnectMin, ReconnectMax time.Duration
@@ -77,6 +82,9 @@ func (cfg Config) withDefaults() Config {
 	}
 	if cfg.KeepAliveCount == 0 {
 		cfg.KeepAliveCount = 3
+	}
+	if cfg.AgentPollInterval == 0 {
+		cfg.AgentPollInterval = 10 * time.Second
 	}
 	if cfg.ReconnectMin <= 0 {
 		cfg.ReconnectMin = 100 * time.Millisecond

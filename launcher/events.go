@@ -83,13 +83,27 @@ func (l *Launcher) hint(d *libvirt.Domain) {
 }
 
 // dispatchLoop turns queued events into status refreshes of the VMIs they
-// concern.
+// concern, and re-reads the VMIs whose guest agent is connected every
+// AgentPollInterval: the agent's news (addresses, guest OS) comes with no
+// libvirt event.
 func (l *Launcher) dispatchLoop() {
 	defer l.wg.Done()
+	var poll <-chan time.Time
+	if l.cfg.AgentPollInterval > 0 {
+		t := time.NewTicker(l.cfg.AgentPollInterval)
+		defer t.Stop()
+		poll = t.C
+	}
 	for {
 		select {
 		case <-l.ctx.Done():
 			return
+		case <-poll:
+			for _, rec := range l.records() {
+				if rec.agentConnected.Load() {
+					l.scheduleRefresh(rec, time.Time{})
+				}
+			}
 		case h := <-l.events.ch:
 			if rec := l.lookupRecord(h.name); rec != nil {
 				l.scheduleRefresh(rec, h.at)

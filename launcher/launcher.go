@@ -68,6 +68,8 @@ type record struct {
 	// hintTime is the time of the first libvirt event it answers.
 	refreshPending atomic.Bool
 	hintTime       atomic.Int64
+	// agentConnected is set while the guest agent is connected.
+	agentConnected atomic.Bool
 }
 
 var (

@@ -256,6 +256,7 @@ func (l *Launcher) refreshLocked(ctx context.Context, rec *record, libvirtEvent 
 		rec.started = true
 	}
 	s.obs.Started = rec.started
+	rec.agentConnected.Store(s.obs.AgentConnected && s.obs.State.Active())
 	now := time.Now()
 	st := buildStatus(s, rec.prevStatus(), now)
 	if rec.published && sameStatus(rec.status, st) {
