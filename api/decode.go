@@ -41,7 +41,9 @@ const (
 // error is a *DecodeError.
 //
 // A VirtualMachine gives a VMI named after the VM, in the VM's namespace,
-// with the template's labels and annotations.
+// with the template's labels and annotations. A VM that names an instance
+// type or a preference is refused (they live in a cluster); its run
+// strategy and data volume templates do not shape the VMI and are ignored.
 func Decode(data []byte) (*v1.VirtualMachineInstance, error) {
 	js, err := toJSON(data)
 	if err != nil {
@@ -94,9 +96,25 @@ func Decode(data []byte) (*v1.VirtualMachineInstance, error) {
 // vmFromVM returns the VMI a VirtualMachine's template makes.
 func vmFromVM(vm *v1.VirtualMachine) (*v1.VirtualMachineInstance, error) {
 	tpl := vm.Spec.Template
+	var errs field.ErrorList
 	if tpl == nil {
-		return nil, fieldErrors(field.Required(field.NewPath("spec", "template"),
+		errs = append(errs, field.Required(field.NewPath("spec", "template"),
 			"a VirtualMachine needs a template to make a VirtualMachineInstance from"))
+	}
+	// Instance types and preferences change the VMI (CPU, memory,
+	// devices) from objects that live in a cluster: refuse rather than
+	// drop them. Run strategy, data volume templates and the volume update
+	// strategy only concern the cluster's handling of the VM.
+	if vm.Spec.Instancetype != nil {
+		errs = append(errs, field.Forbidden(field.NewPath("spec", "instancetype"),
+			"instance types live in a cluster: write their CPU and memory into the template instead"))
+	}
+	if vm.Spec.Preference != nil {
+		errs = append(errs, field.Forbidden(field.NewPath("spec", "preference"),
+			"preferences live in a cluster: write their settings into the template instead"))
+	}
+	if len(errs) > 0 {
+		return nil, fieldErrors(errs...)
 	}
 	vmi := &v1.VirtualMachineInstance{
 		TypeMeta: metav1.TypeMeta{APIVersion: APIVersion, Kind: KindVMI},
@@ -260,7 +278,7 @@ func strictFieldError(err error) *field.Error {
 		e.Detail = "duplicate field"
 		return e
 	default:
-		return field.Forbidden(pathFromString(p), "unknown field")
+		return field.Forbidden(pathFromString(p), unknownField)
 	}
 }
 

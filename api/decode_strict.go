@@ -124,7 +124,7 @@ func (w *fieldWalk) walk(t reflect.Type, v any, p *field.Path) {
 		for _, k := range sortedKeys(obj) {
 			ft, ok := fields[k]
 			if !ok {
-				w.errs = append(w.errs, field.Forbidden(child(p, k), "unknown field"))
+				w.errs = append(w.errs, field.Forbidden(child(p, k), unknownField))
 				continue
 			}
 			w.walk(ft, obj[k], child(p, k))

@@ -39,13 +39,20 @@ func (e *DecodeError) Error() string {
 // use field.Error's own wording.
 func decodeErrorLine(fe *field.Error) string {
 	switch fe.Type {
-	case field.ErrorTypeForbidden, field.ErrorTypeDuplicate, field.ErrorTypeInvalid:
+	case field.ErrorTypeDuplicate, field.ErrorTypeInvalid:
 		if fe.Detail != "" {
+			return fe.Field + ": " + fe.Detail
+		}
+	case field.ErrorTypeForbidden:
+		if fe.Detail == unknownField {
 			return fe.Field + ": " + fe.Detail
 		}
 	}
 	return fe.Error()
 }
+
+// unknownField is the detail of the error for a field no type has.
+const unknownField = "unknown field"
 
 func docError(msg string) *DecodeError { return &DecodeError{Msg: msg} }
 

@@ -1,6 +1,7 @@
 package api
 
 import (
+	"encoding/json"
 	"os"
 	"path/filepath"
 	"testing"
@@ -18,3 +19,5 @@ func readTestdata(t testing.TB, name string) []byte {
 	}
 	return b
 }
+
+func jsonMarshal(v any) ([]byte, error) { return json.Marshal(v) }
