@@ -47,8 +47,7 @@ func (l *Launcher) Sync(ctx context.Context, vmi *v1.VirtualMachineInstance) err
 	if errs := api.Validate(v); len(errs) > 0 {
 		return &InvalidError{VMI: v.Namespace + "/" + v.Name, Errors: errs}
 	}
-	rec := l.recordFor(v)
-	rec.syncMu.Lock()
+	rec := l.lockRecord(v)
 	defer rec.syncMu.Unlock()
 	key := rec.key()
 
@@ -123,6 +122,22 @@ func (l *Launcher) Sync(ctx context.Context, vmi *v1.VirtualMachineInstance) err
 		err = rerr
 	}
 	return err
+}
+
+// lockRecord returns the record of v with its syncMu held. A record that
+// Delete retired while this call waited for it is replaced by a new one.
+func (l *Launcher) lockRecord(v *v1.VirtualMachineInstance) *record {
+	for {
+		rec := l.recordFor(v)
+		rec.syncMu.Lock()
+		rec.mu.Lock()
+		deleted := rec.deleted
+		rec.mu.Unlock()
+		if !deleted {
+			return rec
+		}
+		rec.syncMu.Unlock()
+	}
 }
 
 // recordFor returns the record of v, making one for a VMI not managed yet
