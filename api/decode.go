@@ -41,9 +41,10 @@ const (
 // error is a *DecodeError.
 //
 // A VirtualMachine gives a VMI named after the VM, in the VM's namespace,
-// with the template's labels and annotations. A VM that names an instance
-// type or a preference is refused (they live in a cluster); its run
-// strategy and data volume templates do not shape the VMI and are ignored.
+// with the template's labels and annotations. The VM's instance type and
+// preference (which live in a cluster) are not applied, and its run
+// strategy and data volume templates, which do not shape the VMI, are
+// ignored: the VMI is the template as written.
 func Decode(data []byte) (*v1.VirtualMachineInstance, error) {
 	js, err := toJSON(data)
 	if err != nil {
@@ -101,18 +102,11 @@ func vmFromVM(vm *v1.VirtualMachine) (*v1.VirtualMachineInstance, error) {
 		errs = append(errs, field.Required(field.NewPath("spec", "template"),
 			"a VirtualMachine needs a template to make a VirtualMachineInstance from"))
 	}
-	// Instance types and preferences change the VMI (CPU, memory,
-	// devices) from objects that live in a cluster: refuse rather than
-	// drop them. Run strategy, data volume templates and the volume update
-	// strategy only concern the cluster's handling of the VM.
-	if vm.Spec.Instancetype != nil {
-		errs = append(errs, field.Forbidden(field.NewPath("spec", "instancetype"),
-			"instance types live in a cluster: write their CPU and memory into the template instead"))
-	}
-	if vm.Spec.Preference != nil {
-		errs = append(errs, field.Forbidden(field.NewPath("spec", "preference"),
-			"preferences live in a cluster: write their settings into the template instead"))
-	}
+	// Instance types and preferences live in a cluster, and the VMI has no
+	// field for them: like KubeVirt's reference conversions (which did not
+	// apply them), Decode leaves them out, as it does the run strategy, data
+	// volume templates and volume update strategy, which only concern the
+	// cluster's handling of the VM.
 	if len(errs) > 0 {
 		return nil, fieldErrors(errs...)
 	}

@@ -50,8 +50,6 @@ func TestDecodeErrors(t *testing.T) {
 		{"bad quantity", vmiHeader + "spec:\n  domain:\n    resources:\n      requests:\n        memory: 1.5.5Gi\n", "spec.domain.resources.requests.memory: quantities must match the regular expression '^([+-]?[0-9.]+)([eEinumkKMGTP]*[-+]?[0-9]*)$'"},
 		{"bad guest quantity", vmiHeader + "spec:\n  domain:\n    memory:\n      guest: lots\n", "spec.domain.memory.guest: quantities must match the regular expression '^([+-]?[0-9.]+)([eEinumkKMGTP]*[-+]?[0-9]*)$'"},
 		{"object for a string", vmiHeader + "spec:\n  hostname: {a: b}\n", "spec.hostname: cannot decode object as a string"},
-		{"VM with instance type and preference", "apiVersion: kubevirt.io/v1\nkind: VirtualMachine\nmetadata: {name: v}\nspec:\n  instancetype: {name: u1.medium}\n  preference: {name: fedora}\n  template: {spec: {domain: {devices: {}}}}\n",
-			"spec.instancetype: Forbidden: instance types live in a cluster: write their CPU and memory into the template instead; spec.preference: Forbidden: preferences live in a cluster: write their settings into the template instead"},
 		{"VM without template", "apiVersion: kubevirt.io/v1\nkind: VirtualMachine\nmetadata: {name: v}\nspec: {}\n", "spec.template: Required value: a VirtualMachine needs a template to make a VirtualMachineInstance from"},
 	}
 	for _, c := range cases {

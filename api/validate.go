@@ -53,6 +53,7 @@ var ruleFamilies = []ruleFamily{
 	{"features", validateFeatures},
 	{"devices", validateDevices},
 	{"lifecycle", validateLifecycle},
+	{"strings", validateStrings},
 }
 
 // Validate applies KubeVirt's VMI admission rules that make sense without a

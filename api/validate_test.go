@@ -546,3 +546,25 @@ func TestValidateMessages(t *testing.T) {
 		t.Errorf("got  %s\nwant %s", got, want)
 	}
 }
+
+func TestValidateStrings(t *testing.T) {
+	tz := func(s string) *v1.Clock {
+		z := v1.ClockOffsetTimezone(s)
+		return &v1.Clock{ClockOffset: v1.ClockOffset{Timezone: &z}}
+	}
+	runValidate(t, []vcase{
+		{"CPU model with XML", func(v *v1.VirtualMachineInstance) { v.Spec.Domain.CPU.Model = `x"/><evil/>` }, []string{inv + "spec.domain.cpu.model"}},
+		{"CPU feature with space", func(v *v1.VirtualMachineInstance) {
+			v.Spec.Domain.CPU.Features = []v1.CPUFeature{{Name: "a b", Policy: "require"}}
+		}, []string{inv + "spec.domain.cpu.features[0].name"}},
+		{"timezone escaping zoneinfo", func(v *v1.VirtualMachineInstance) { v.Spec.Domain.Clock = tz("../../etc/passwd") }, []string{inv + "spec.domain.clock.timezone"}},
+		{"absolute timezone", func(v *v1.VirtualMachineInstance) { v.Spec.Domain.Clock = tz("/etc/localtime") }, []string{inv + "spec.domain.clock.timezone"}},
+		{"timezone fine", func(v *v1.VirtualMachineInstance) { v.Spec.Domain.Clock = tz("America/Argentina/Buenos_Aires") }, nil},
+		{"serial with NUL", func(v *v1.VirtualMachineInstance) { v.Spec.Domain.Firmware.Serial = "a\x00b" }, []string{inv + "spec.domain.firmware.serial"}},
+		{"chassis with newline", func(v *v1.VirtualMachineInstance) { v.Spec.Domain.Chassis = &v1.Chassis{Asset: "a\nb"} }, []string{inv + "spec.domain.chassis.asset"}},
+		{"long chassis serial", func(v *v1.VirtualMachineInstance) {
+			v.Spec.Domain.Chassis = &v1.Chassis{Serial: strings.Repeat("s", 300)}
+		}, []string{long + "spec.domain.chassis.serial"}},
+		{"XML specials are fine in free text", func(v *v1.VirtualMachineInstance) { v.Spec.Domain.Firmware.Serial = `<&"'>` }, nil},
+	})
+}
