@@ -283,6 +283,42 @@ func Phase(o Observation, prev v1.VirtualMachineInstancePhase) v1.VirtualMachine
 	return prev
 }
 
+// endReasons name, by state and reason, why a domain ended: the VMI
+// status reason (VirtualMachineInstanceStatus.Reason, CamelCase) of a VMI
+// that reached a final phase.
+var endReasons = map[State]map[Reason]string{
+	StateShutoff: {
+		ShutoffShutdown:     "GuestShutdown",
+		ShutoffDestroyed:    "Destroyed",
+		ShutoffCrashed:      "Crashed",
+		ShutoffSaved:        "Saved",
+		ShutoffFromSnapshot: "FromSnapshot",
+		ShutoffDaemon:       "KilledByLibvirt",
+	},
+	StateCrashed: {
+		CrashedPanicked: "GuestPanicked",
+	},
+	StatePaused: {
+		PausedPostcopyFailed: "PostcopyFailed",
+	},
+}
+
+// EndReason says why the domain of a VMI that reached a final phase ended:
+// "GuestShutdown" (the guest powered off), "Destroyed" (forced off, after
+// the grace period when ACPI was on), "Crashed" (QEMU died, e.g. killed),
+// "GuestPanicked", "KilledByLibvirt", "Saved", "FromSnapshot",
+// "PostcopyFailed", or "DomainVanished" for a domain that disappeared.
+// It is "" for a domain that has not ended.
+func EndReason(o Observation) string {
+	if !o.Defined {
+		return "DomainVanished"
+	}
+	if !o.Started {
+		return ""
+	}
+	return endReasons[o.State][o.Reason]
+}
+
 // pausedConditions are the Paused conditions of the paused reasons KubeVirt
 // reports (virt-handler, calculatePausedCondition). Other reasons (a domain
 // starting up, saving, dumping...) get no condition. KubeVirt reports

@@ -190,3 +190,29 @@ func TestNames(t *testing.T) {
 		t.Errorf("running/booted = %q", got)
 	}
 }
+
+func TestEndReason(t *testing.T) {
+	ended := func(s State, r Reason) Observation {
+		return Observation{Defined: true, State: s, Reason: r, Started: true}
+	}
+	tests := []struct {
+		obs  Observation
+		want string
+	}{
+		{ended(StateShutoff, ShutoffShutdown), "GuestShutdown"},
+		{ended(StateShutoff, ShutoffDestroyed), "Destroyed"},
+		{ended(StateShutoff, ShutoffCrashed), "Crashed"},
+		{ended(StateShutoff, ShutoffDaemon), "KilledByLibvirt"},
+		{ended(StateCrashed, CrashedPanicked), "GuestPanicked"},
+		{ended(StatePaused, PausedPostcopyFailed), "PostcopyFailed"},
+		{Observation{}, "DomainVanished"},
+		{ended(StateRunning, 1), ""},
+		{ended(StateShutoff, ShutoffUnknown), ""},
+		{Observation{Defined: true, State: StateShutoff, Reason: ShutoffCrashed}, ""}, // not started yet
+	}
+	for _, tt := range tests {
+		if got := EndReason(tt.obs); got != tt.want {
+			t.Errorf("EndReason(%s/%s) = %q, want %q", tt.obs.State, ReasonString(tt.obs.State, tt.obs.Reason), got, tt.want)
+		}
+	}
+}

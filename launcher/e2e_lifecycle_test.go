@@ -189,7 +189,7 @@ func testPauseUnpauseStop(t *testing.T, e *env) {
 	if err := e.l.Stop(ctx, vmi); err != nil {
 		t.Fatalf("Stop: %v", err)
 	}
-	e.watch.waitPhase(t, vmi.Name, v1.Succeeded, 5*time.Second)
+	wantEnd(t, e.watch.waitPhase(t, vmi.Name, v1.Succeeded, 5*time.Second), "GuestShutdown")
 	if !strings.Contains(e.serialLog(vmi), "power button") {
 		t.Errorf("the guest did not see the power button; console:\n%s", e.serialLog(vmi))
 	}
@@ -200,7 +200,7 @@ func testPauseUnpauseStop(t *testing.T, e *env) {
 func testGuestPowersOff(t *testing.T, e *env) {
 	vmi := guestVMI(t, uniqueName("e2e-poweroff"), 30, testguest.ActionPowerOff)
 	e.sync(t, vmi)
-	e.watch.waitPhase(t, vmi.Name, v1.Succeeded, bootTimeout)
+	wantEnd(t, e.watch.waitPhase(t, vmi.Name, v1.Succeeded, bootTimeout), "GuestShutdown")
 	e.checkTransitions(t, vmi, []string{"Scheduled", "Running", "Succeeded"})
 }
 
@@ -221,7 +221,7 @@ func testQEMUKilled(t *testing.T, e *env) {
 	if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
 		t.Fatalf("kill QEMU %d: %v", pid, err)
 	}
-	e.watch.waitPhase(t, vmi.Name, v1.Failed, 10*time.Second)
+	wantEnd(t, e.watch.waitPhase(t, vmi.Name, v1.Failed, 10*time.Second), "Crashed")
 	e.checkTransitions(t, vmi, []string{"Scheduled", "Running", "Failed"})
 }
 
@@ -241,7 +241,7 @@ func testACPIIgnored(t *testing.T, e *env) {
 	if took := time.Since(start); took < grace*time.Second {
 		t.Errorf("Stop returned after %s, before the %ds grace period", took, grace)
 	}
-	e.watch.waitPhase(t, vmi.Name, v1.Failed, 5*time.Second)
+	wantEnd(t, e.watch.waitPhase(t, vmi.Name, v1.Failed, 5*time.Second), "Destroyed")
 	e.checkTransitions(t, vmi, []string{"Scheduled", "Running", "Failed"})
 }
 
@@ -376,6 +376,14 @@ func testInvalidVMI(t *testing.T, e *env) {
 	}
 	if _, serr := os.Stat(e.layout.StateFolder(vmi.DeepCopy())); serr == nil {
 		t.Errorf("an invalid VMI got a state folder")
+	}
+}
+
+// wantEnd checks the reason a final status gives.
+func wantEnd(t *testing.T, ev launcher.Event, reason string) {
+	t.Helper()
+	if ev.Status.Reason != reason {
+		t.Errorf("%s ended %s with reason %q, want %q", ev.Name, ev.Status.Phase, ev.Status.Reason, reason)
 	}
 }
 

@@ -125,6 +125,12 @@ func hasNetworkInterface(d *libvirtxml.Domain) bool {
 func buildStatus(s snapshot, prev v1.VirtualMachineInstanceStatus, now time.Time) v1.VirtualMachineInstanceStatus {
 	st := v1.VirtualMachineInstanceStatus{}
 	st.Phase = domain.Phase(s.obs, prev.Phase)
+	switch {
+	case domain.IsFinal(prev.Phase):
+		st.Reason = prev.Reason // why it ended, as seen then
+	case domain.IsFinal(st.Phase):
+		st.Reason = domain.EndReason(s.obs)
+	}
 	st.PhaseTransitionTimestamps = append([]v1.VirtualMachineInstancePhaseTransitionTimestamp(nil), prev.PhaseTransitionTimestamps...)
 	if st.Phase != prev.Phase {
 		st.PhaseTransitionTimestamps = append(st.PhaseTransitionTimestamps, v1.VirtualMachineInstancePhaseTransitionTimestamp{

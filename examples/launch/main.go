@@ -152,6 +152,9 @@ func run(file string, cfg launcher.Config, keep bool) int {
 // first.
 func statusLine(st v1.VirtualMachineInstanceStatus) string {
 	parts := []string{"phase=" + string(st.Phase)}
+	if st.Reason != "" {
+		parts = append(parts, "reason="+st.Reason)
+	}
 	for _, c := range st.Conditions {
 		switch c.Type {
 		case v1.VirtualMachineInstanceReady:
