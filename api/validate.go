@@ -46,6 +46,7 @@ var ruleFamilies = []ruleFamily{
 	{"disks", validateDisks},
 	{"volumes", validateVolumes},
 	{"cloud-init", validateCloudInit},
+	{"access credentials", validateAccessCredentials},
 	{"boot order", validateBootOrder},
 	{"networks", validateNetworks},
 	{"interfaces", validateInterfaces},

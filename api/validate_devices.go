@@ -103,7 +103,8 @@ var evictionStrategies = []string{
 
 // validateLifecycle applies KubeVirt's lifecycle rules: the only start
 // strategy is Paused (and not with a liveness probe), a known eviction
-// strategy, probes with exactly one action; and a termination grace period
+// strategy, probes with exactly one action, httpGet and tcpSocket probes
+// only with the pod network; and a termination grace period
 // that is not negative (this library's own: it is how long Stop waits).
 func validateLifecycle(vmi *v1.VirtualMachineInstance) field.ErrorList {
 	var errs field.ErrorList
@@ -138,6 +139,25 @@ func validateLifecycle(vmi *v1.VirtualMachineInstance) field.ErrorList {
 			errs = append(errs, field.Invalid(p, n, "a probe must have exactly one of httpGet, tcpSocket, exec and guestAgentPing"))
 		case n == 0:
 			errs = append(errs, field.Required(p, "one of httpGet, tcpSocket, exec and guestAgentPing"))
+		}
+	}
+	podNetwork := false
+	for _, n := range spec.Networks {
+		podNetwork = podNetwork || n.Pod != nil
+	}
+	for _, pr := range []struct {
+		name  string
+		probe *v1.Probe
+	}{{"readinessProbe", spec.ReadinessProbe}, {"livenessProbe", spec.LivenessProbe}} {
+		if pr.probe == nil || podNetwork {
+			continue
+		}
+		p := specPath.Child(pr.name)
+		if pr.probe.HTTPGet != nil {
+			errs = append(errs, field.Invalid(p.Child("httpGet"), "{}", "only allowed when the pod network is attached"))
+		}
+		if pr.probe.TCPSocket != nil {
+			errs = append(errs, field.Invalid(p.Child("tcpSocket"), "{}", "only allowed when the pod network is attached"))
 		}
 	}
 	if g := spec.TerminationGracePeriodSeconds; g != nil && *g < 0 {

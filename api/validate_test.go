@@ -568,3 +568,39 @@ func TestValidateStrings(t *testing.T) {
 		{"XML specials are fine in free text", func(v *v1.VirtualMachineInstance) { v.Spec.Domain.Firmware.Serial = `<&"'>` }, nil},
 	})
 }
+
+func TestValidateAccessAndProbes(t *testing.T) {
+	sshKey := func(m v1.SSHPublicKeyAccessCredentialPropagationMethod, secret string) v1.AccessCredential {
+		return v1.AccessCredential{SSHPublicKey: &v1.SSHPublicKeyAccessCredential{
+			Source:            v1.SSHPublicKeyAccessCredentialSource{Secret: &v1.AccessCredentialSecretSource{SecretName: secret}},
+			PropagationMethod: m,
+		}}
+	}
+	runValidate(t, []vcase{
+		{"ssh key by noCloud", func(v *v1.VirtualMachineInstance) {
+			v.Spec.AccessCredentials = []v1.AccessCredential{sshKey(v1.SSHPublicKeyAccessCredentialPropagationMethod{NoCloud: &v1.NoCloudSSHPublicKeyAccessCredentialPropagation{}}, "keys")}
+		}, nil},
+		{"ssh key by configDrive without such a volume", func(v *v1.VirtualMachineInstance) {
+			v.Spec.AccessCredentials = []v1.AccessCredential{sshKey(v1.SSHPublicKeyAccessCredentialPropagationMethod{ConfigDrive: &v1.ConfigDriveSSHPublicKeyAccessCredentialPropagation{}}, "keys")}
+		}, []string{inv + "spec.accessCredentials[0].sshPublicKey.propagationMethod.configDrive"}},
+		{"ssh key without method", func(v *v1.VirtualMachineInstance) {
+			v.Spec.AccessCredentials = []v1.AccessCredential{sshKey(v1.SSHPublicKeyAccessCredentialPropagationMethod{}, "keys")}
+		}, []string{inv + "spec.accessCredentials[0].sshPublicKey.propagationMethod"}},
+		{"ssh key by agent without users", func(v *v1.VirtualMachineInstance) {
+			v.Spec.AccessCredentials = []v1.AccessCredential{sshKey(v1.SSHPublicKeyAccessCredentialPropagationMethod{QemuGuestAgent: &v1.QemuGuestAgentSSHPublicKeyAccessCredentialPropagation{}}, "keys")}
+		}, []string{req + "spec.accessCredentials[0].sshPublicKey.propagationMethod.qemuGuestAgent.users"}},
+		{"ssh key secret name with slash (ours)", func(v *v1.VirtualMachineInstance) {
+			v.Spec.AccessCredentials = []v1.AccessCredential{sshKey(v1.SSHPublicKeyAccessCredentialPropagationMethod{NoCloud: &v1.NoCloudSSHPublicKeyAccessCredentialPropagation{}}, "a/b")}
+		}, []string{inv + "spec.accessCredentials[0].sshPublicKey.source.secret.secretName"}},
+		{"empty credential", func(v *v1.VirtualMachineInstance) { v.Spec.AccessCredentials = []v1.AccessCredential{{}} }, []string{req + "spec.accessCredentials[0]"}},
+		{"password without source", func(v *v1.VirtualMachineInstance) {
+			v.Spec.AccessCredentials = []v1.AccessCredential{{UserPassword: &v1.UserPasswordAccessCredential{
+				PropagationMethod: v1.UserPasswordAccessCredentialPropagationMethod{QemuGuestAgent: &v1.QemuGuestAgentUserPasswordAccessCredentialPropagation{}},
+			}}}
+		}, []string{req + "spec.accessCredentials[0].userPassword.source.secret"}},
+		{"httpGet probe without pod network", func(v *v1.VirtualMachineInstance) {
+			v.Spec.Networks, v.Spec.Domain.Devices.Interfaces = nil, nil
+			v.Spec.ReadinessProbe = &v1.Probe{Handler: v1.Handler{HTTPGet: &k8sv1.HTTPGetAction{}}}
+		}, []string{inv + "spec.readinessProbe.httpGet"}},
+	})
+}
