@@ -171,11 +171,16 @@ func toJSON(data []byte) ([]byte, error) {
 		if json.Valid(trimmed) {
 			return trimmed, nil
 		}
-		// Not JSON: a JSON object followed by more is refused; anything
-		// else may be a YAML flow mapping and goes the YAML way.
-		var v any
-		if err := json.Unmarshal(trimmed, &v); err != nil && strings.Contains(err.Error(), "after top-level value") {
-			return nil, docError("several JSON values: expected exactly one VirtualMachineInstance or VirtualMachine object")
+		// Not JSON: a JSON object followed by another value is refused;
+		// anything else (a YAML flow mapping, a JSON object followed by a
+		// YAML comment) goes the YAML way.
+		dec := json.NewDecoder(bytes.NewReader(trimmed))
+		var v json.RawMessage
+		if dec.Decode(&v) == nil {
+			rest := bytes.TrimSpace(trimmed[dec.InputOffset():])
+			if len(rest) > 0 && rest[0] != '#' {
+				return nil, docError("several JSON values: expected exactly one VirtualMachineInstance or VirtualMachine object")
+			}
 		}
 	}
 	if err := checkSingleDocument(data); err != nil {

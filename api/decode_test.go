@@ -102,6 +102,12 @@ func TestDecodeAccepts(t *testing.T) {
 			t.Errorf("got name %q", vmi.Name)
 		}
 	})
+	t.Run("json followed by a yaml comment", func(t *testing.T) {
+		vmi := mustDecode(t, `{"apiVersion":"kubevirt.io/v1","kind":"VirtualMachineInstance","metadata":{"name":"c"}}`+"\n# done\n")
+		if vmi.Name != "c" {
+			t.Errorf("got name %q", vmi.Name)
+		}
+	})
 	t.Run("leading and trailing markers", func(t *testing.T) {
 		vmi := mustDecode(t, "%YAML 1.1\n---\n"+vmiHeader+"...\n")
 		if vmi.Name != "t" {
