@@ -3,4 +3,17 @@
 // VirtualMachine's template), Default applies KubeVirt's admission defaults,
 // and Validate applies KubeVirt's admission rules that make sense without a
 // cluster. The types are kubevirt.io/api/core/v1's own.
+//
+// The three run in this order, as in KubeVirt's API server:
+//
+//	vmi, err := api.Decode(data)          // *DecodeError: document or field errors
+//	api.Default(vmi, api.ClusterConfig{}) // zero value = KubeVirt's default cluster
+//	errs := api.Validate(vmi)             // field.ErrorList, empty when valid
+//
+// Every error names the path of the offending field as the user wrote it
+// (spec.domain.devices.disks[0].bus), so that callers can print, count or
+// match them. The package is pure: it does not touch the file system, the
+// environment, the clock or randomness, and the same input always gives
+// the same output (a VMI without firmware.uuid gets FirmwareUUID of its
+// namespace and name, not KubeVirt's random one).
 package api
