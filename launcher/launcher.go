@@ -149,11 +149,38 @@ type conns struct {
 	ctl, mon *libvirt.Connect
 }
 
-// connect opens both connections. It does not install them.
+// connect opens both connections, giving up when ctx ends (libvirt's own
+// connect cannot be interrupted: it may hang on a daemon that accepts but
+// does not answer; a late connection is then closed). It does not install
+// them.
 func (l *Launcher) connect(ctx context.Context) (conns, error) {
 	if err := ctx.Err(); err != nil {
 		return conns{}, err
 	}
+	type result struct {
+		cs  conns
+		err error
+	}
+	ch := make(chan result, 1)
+	go func() {
+		cs, err := l.dial()
+		ch <- result{cs, err}
+	}()
+	select {
+	case r := <-ch:
+		return r.cs, r.err
+	case <-ctx.Done():
+		go func() {
+			if r := <-ch; r.err == nil {
+				r.cs.close()
+			}
+		}()
+		return conns{}, fmt.Errorf("launcher: connect to %s: %w", l.cfg.URI, ctx.Err())
+	}
+}
+
+// dial opens both connections.
+func (l *Launcher) dial() (conns, error) {
 	ctl, err := libvirt.NewConnect(l.cfg.URI)
 	if err != nil {
 		return conns{}, wrapErr(err, "connect to %s", l.cfg.URI)
@@ -164,6 +191,15 @@ func (l *Launcher) connect(ctx context.Context) (conns, error) {
 		return conns{}, wrapErr(err, "connect to %s", l.cfg.URI)
 	}
 	return conns{ctl: ctl, mon: mon}, nil
+}
+
+// close closes both connections.
+func (cs conns) close() {
+	for _, c := range []*libvirt.Connect{cs.ctl, cs.mon} {
+		if c != nil {
+			_, _ = c.Close()
+		}
+	}
 }
 
 // install makes cs the launcher's connections: keepalive and a close
