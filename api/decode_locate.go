@@ -2,6 +2,7 @@ package api
 
 import (
 	"encoding/json"
+	"errors"
 	"reflect"
 	"slices"
 	"strings"
@@ -46,8 +47,9 @@ func locate(t reflect.Type, js []byte, p *field.Path, err error) (*field.Path, e
 			keys = append(keys, k)
 		}
 		slices.Sort(keys)
+		fields := fieldsOf(t)
 		for _, k := range keys {
-			ft, ok := jsonFieldType(t, k)
+			ft, ok := fields[k]
 			if !ok {
 				continue
 			}
@@ -92,41 +94,6 @@ func decodeInto(t reflect.Type, js []byte) error {
 	return sigsjson.UnmarshalCaseSensitivePreserveInts(js, v.Interface())
 }
 
-// jsonFieldType returns the type of the struct field JSON name k decodes
-// into, looking through embedded (inline) structs as encoding/json does.
-func jsonFieldType(t reflect.Type, k string) (reflect.Type, bool) {
-	for i := range t.NumField() {
-		f := t.Field(i)
-		tag := f.Tag.Get("json")
-		name, _, _ := strings.Cut(tag, ",")
-		if tag == "-" {
-			continue
-		}
-		if f.Anonymous && name == "" {
-			et := f.Type
-			for et.Kind() == reflect.Pointer {
-				et = et.Elem()
-			}
-			if et.Kind() == reflect.Struct {
-				if ft, ok := jsonFieldType(et, k); ok {
-					return ft, true
-				}
-			}
-			continue
-		}
-		if !f.IsExported() {
-			continue
-		}
-		if name == "" {
-			name = f.Name
-		}
-		if name == k {
-			return f.Type, true
-		}
-	}
-	return nil, false
-}
-
 func child(p *field.Path, k string) *field.Path {
 	if p == nil {
 		return field.NewPath(k)
@@ -160,20 +127,10 @@ func decodeMessage(err error) string {
 	if err == nil {
 		return "cannot decode value"
 	}
-	var te *json.UnmarshalTypeError
-	if ok := asTypeError(err, &te); ok {
+	if te, ok := errors.AsType[*json.UnmarshalTypeError](err); ok {
 		return "cannot decode " + te.Value + " as " + jsonKind(te.Type)
 	}
-	msg := strings.TrimPrefix(err.Error(), "json: ")
-	return msg
-}
-
-func asTypeError(err error, out **json.UnmarshalTypeError) bool {
-	te, ok := err.(*json.UnmarshalTypeError)
-	if ok {
-		*out = te
-	}
-	return ok
+	return strings.TrimPrefix(err.Error(), "json: ")
 }
 
 // jsonKind names what a Go type expects in JSON terms.
