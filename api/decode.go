@@ -63,7 +63,7 @@ func Decode(data []byte) (*v1.VirtualMachineInstance, error) {
 	}
 	errs := make(field.ErrorList, 0, len(dups))
 	for _, d := range dups {
-		errs = append(errs, strictFieldError(d))
+		errs = append(errs, duplicateFieldError(d))
 	}
 	kind, kindErrs := checkTypeMeta(obj)
 	errs = append(errs, kindErrs...)
@@ -95,22 +95,19 @@ func Decode(data []byte) (*v1.VirtualMachineInstance, error) {
 }
 
 // vmFromVM returns the VMI a VirtualMachine's template makes.
+//
+// Instance types and preferences live in a cluster and the VMI has no field
+// for them: like KubeVirt's reference conversions (which did not apply
+// them), the VMI leaves them out, as it does the run strategy, data volume
+// templates and volume update strategy, which only concern the cluster's
+// handling of the VM.
 func vmFromVM(vm *v1.VirtualMachine) (*v1.VirtualMachineInstance, error) {
 	tpl := vm.Spec.Template
-	var errs field.ErrorList
 	if tpl == nil {
-		errs = append(errs, field.Required(field.NewPath("spec", "template"),
+		return nil, fieldErrors(field.Required(field.NewPath("spec", "template"),
 			"a VirtualMachine needs a template to make a VirtualMachineInstance from"))
 	}
-	// Instance types and preferences live in a cluster, and the VMI has no
-	// field for them: like KubeVirt's reference conversions (which did not
-	// apply them), Decode leaves them out, as it does the run strategy, data
-	// volume templates and volume update strategy, which only concern the
-	// cluster's handling of the VM.
-	if len(errs) > 0 {
-		return nil, fieldErrors(errs...)
-	}
-	vmi := &v1.VirtualMachineInstance{
+	return &v1.VirtualMachineInstance{
 		TypeMeta: metav1.TypeMeta{APIVersion: APIVersion, Kind: KindVMI},
 		ObjectMeta: metav1.ObjectMeta{
 			Name:        vm.Name,
@@ -119,10 +116,10 @@ func vmFromVM(vm *v1.VirtualMachine) (*v1.VirtualMachineInstance, error) {
 			Annotations: tpl.ObjectMeta.Annotations,
 		},
 		Spec: tpl.Spec,
-	}
-	return vmi, nil
+	}, nil
 }
 
+// syntaxError reports JSON that does not parse, with the byte offset.
 func syntaxError(err error) error {
 	msg := strings.TrimPrefix(err.Error(), "json: ")
 	if ok, off := sigsjson.SyntaxErrorOffset(err); ok {
@@ -263,35 +260,21 @@ func isDocMarker(line []byte) bool {
 	return len(line) == 3 || line[3] == ' ' || line[3] == '\t'
 }
 
-// strictFieldError turns one of sigs.k8s.io/json's strict errors into a
-// field error on the same path.
-func strictFieldError(err error) *field.Error {
-	fe, ok := err.(sigsjson.FieldError)
-	if !ok {
-		return field.Invalid(field.NewPath("<document>"), nil, err.Error())
-	}
-	p := fe.FieldPath()
-	switch {
-	case strings.HasPrefix(err.Error(), "duplicate field"):
-		e := field.Duplicate(pathFromString(p), lastSegment(p))
-		e.Detail = "duplicate field"
-		return e
-	default:
-		return field.Forbidden(pathFromString(p), unknownField)
-	}
-}
-
-// pathFromString turns "a.b[0].c" into a field.Path. Keys holding dots are
-// kept whole only as far as the string tells; it is for display.
-func pathFromString(s string) *field.Path {
-	if s == "" {
-		return field.NewPath("<document>")
+// duplicateFieldError turns a duplicate-key error of sigs.k8s.io/json's
+// strict decoding into a field error on the same path.
+func duplicateFieldError(err error) *field.Error {
+	p := "<document>"
+	if fe, ok := err.(sigsjson.FieldError); ok && fe.FieldPath() != "" {
+		p = fe.FieldPath()
 	}
 	// field.Path prints children joined by "." and indexes as "[i]", so a
-	// single root element holding the whole string prints identically.
-	return field.NewPath(s)
+	// root element holding the whole path prints identically.
+	e := field.Duplicate(field.NewPath(p), lastSegment(p))
+	e.Detail = "duplicate field"
+	return e
 }
 
+// lastSegment returns the last field name of a printed path.
 func lastSegment(p string) string {
 	if i := strings.LastIndexAny(p, ".]"); i >= 0 && i+1 < len(p) {
 		return p[i+1:]
