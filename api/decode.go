@@ -46,20 +46,26 @@ const (
 // strategy and data volume templates, which do not shape the VMI, are
 // ignored: the VMI is the template as written.
 func Decode(data []byte) (*v1.VirtualMachineInstance, error) {
+	vmi, _, err := decode(data)
+	return vmi, err
+}
+
+// decode is Decode, also returning the kind of the document.
+func decode(data []byte) (*v1.VirtualMachineInstance, string, error) {
 	js, err := toJSON(data)
 	if err != nil {
-		return nil, err
+		return nil, "", err
 	}
 	// One generic parse finds syntax errors and duplicate keys (with their
 	// paths) and gives the tree the unknown-field check walks.
 	var tree any
 	dups, err := sigsjson.UnmarshalStrict(js, &tree, sigsjson.DisallowDuplicateFields)
 	if err != nil {
-		return nil, syntaxError(err)
+		return nil, "", syntaxError(err)
 	}
 	obj, ok := tree.(map[string]any)
 	if !ok {
-		return nil, docError("document is not an object: expected a VirtualMachineInstance or VirtualMachine")
+		return nil, "", docError("document is not an object: expected a VirtualMachineInstance or VirtualMachine")
 	}
 	errs := make(field.ErrorList, 0, len(dups))
 	for _, d := range dups {
@@ -82,16 +88,17 @@ func Decode(data []byte) (*v1.VirtualMachineInstance, error) {
 		errs = append(errs, unknownFields(reflect.TypeOf(out), obj)...)
 	}
 	if len(errs) > 0 {
-		return nil, fieldErrors(errs...)
+		return nil, "", fieldErrors(errs...)
 	}
 	if err := sigsjson.UnmarshalCaseSensitivePreserveInts(js, out); err != nil {
-		return nil, fieldErrors(locateError(out, js, err))
+		return nil, "", fieldErrors(locateError(out, js, err))
 	}
 	if vm != nil {
-		return vmFromVM(vm)
+		vmi, err := vmFromVM(vm)
+		return vmi, kind, err
 	}
 	vmi.APIVersion = APIVersion
-	return vmi, nil
+	return vmi, kind, nil
 }
 
 // vmFromVM returns the VMI a VirtualMachine's template makes.
