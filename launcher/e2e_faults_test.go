@@ -16,6 +16,7 @@ import (
 	"libvirt.org/go/libvirt"
 
 	"github.com/vmi2libvirt/vmi2libvirt/internal/testguest"
+	"github.com/vmi2libvirt/vmi2libvirt/launcher"
 )
 
 // faultsEnv is the variable that allows the fault tests outside CI: they
@@ -144,4 +145,52 @@ func run(t *testing.T, name string, args ...string) {
 	if out, err := exec.Command(name, args...).CombinedOutput(); err != nil {
 		t.Fatalf("%s %s: %v\n%s", name, strings.Join(args, " "), err, out)
 	}
+}
+
+// TestE2EParallelSync syncs 10 different VMIs at once: all must come up
+// Running and Ready, each with its own domain.
+func TestE2EParallelSync(t *testing.T) {
+	e := newEnv(t)
+	const n = 10
+	vmis := make([]*v1.VirtualMachineInstance, n)
+	errs := make(chan error, n)
+	start := time.Now()
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		done := make(chan error, n)
+		for _, vmi := range vmis {
+			go func() { done <- e.l.Delete(ctx, vmi) }()
+		}
+		for range n {
+			if err := <-done; err != nil {
+				t.Errorf("Delete: %v", err)
+			}
+		}
+	})
+	for i := range vmis {
+		vmis[i] = guestVMI(t, uniqueName("e2e-par-"+strconv.Itoa(i)), 0, testguest.ActionIgnore)
+		vmi := vmis[i]
+		go func() {
+			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+			defer cancel()
+			errs <- e.l.Sync(ctx, vmi)
+		}()
+	}
+	for range n {
+		if err := <-errs; err != nil {
+			t.Errorf("Sync: %v", err)
+		}
+	}
+	t.Logf("%d Syncs returned after %s", n, time.Since(start))
+	for _, vmi := range vmis {
+		e.watch.waitFor(t, vmi.Name, "Running and Ready", time.Minute, func(ev launcher.Event) bool {
+			c := condition(ev.Status, v1.VirtualMachineInstanceReady)
+			return ev.Status.Phase == v1.Running && c != nil && c.Status == k8sv1.ConditionTrue
+		})
+		if n := e.events.count(domainName(vmi), libvirt.DOMAIN_EVENT_STARTED); n != 1 {
+			t.Errorf("%s started %d times, want once", vmi.Name, n)
+		}
+	}
+	t.Logf("all Running and Ready after %s", time.Since(start))
 }
