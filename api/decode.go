@@ -26,6 +26,9 @@ const (
 	// APIVersionV1alpha3 is the older version KubeVirt still serves with the
 	// same schema; Decode accepts it and rewrites it to APIVersion.
 	APIVersionV1alpha3 = "kubevirt.io/v1alpha3"
+	// MaxDocumentSize is the largest document Decode reads: the request
+	// size limit of the Kubernetes API server (3 MiB).
+	MaxDocumentSize = 3 << 20
 )
 
 // Decode parses one VirtualMachineInstance, or one VirtualMachine whose
@@ -37,8 +40,8 @@ const (
 // The document must have apiVersion kubevirt.io/v1 (kubevirt.io/v1alpha3,
 // which KubeVirt still serves with the same schema, is accepted and rewritten
 // to kubevirt.io/v1) and kind VirtualMachineInstance or VirtualMachine. Empty
-// input, several documents and non-object documents are refused. Every
-// error is a *DecodeError.
+// input, several documents, non-object documents and documents larger than
+// MaxDocumentSize are refused. Every error is a *DecodeError.
 //
 // A VirtualMachine gives a VMI named after the VM, in the VM's namespace,
 // with the template's labels and annotations. The VM's instance type and
@@ -167,6 +170,9 @@ func checkTypeMeta(obj map[string]any) (string, field.ErrorList) {
 // toJSON turns the input into the JSON text of one object, refusing empty,
 // multi-document and non-object input.
 func toJSON(data []byte) ([]byte, error) {
+	if len(data) > MaxDocumentSize {
+		return nil, docError(fmt.Sprintf("document of %d bytes is larger than %d bytes (3 MiB, the Kubernetes API server's limit)", len(data), MaxDocumentSize))
+	}
 	trimmed := bytes.TrimSpace(data)
 	if len(trimmed) == 0 {
 		return nil, docError("empty document: expected a VirtualMachineInstance or VirtualMachine")

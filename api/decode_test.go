@@ -50,6 +50,7 @@ func TestDecodeErrors(t *testing.T) {
 		{"bad quantity", vmiHeader + "spec:\n  domain:\n    resources:\n      requests:\n        memory: 1.5.5Gi\n", "spec.domain.resources.requests.memory: quantities must match the regular expression '^([+-]?[0-9.]+)([eEinumkKMGTP]*[-+]?[0-9]*)$'"},
 		{"bad guest quantity", vmiHeader + "spec:\n  domain:\n    memory:\n      guest: lots\n", "spec.domain.memory.guest: quantities must match the regular expression '^([+-]?[0-9.]+)([eEinumkKMGTP]*[-+]?[0-9]*)$'"},
 		{"object for a string", vmiHeader + "spec:\n  hostname: {a: b}\n", "spec.hostname: cannot decode object as a string"},
+		{"too large", vmiHeader + "spec:\n  hostname: " + strings.Repeat("a", 3<<20) + "\n", "document of 3145823 bytes is larger than 3145728 bytes (3 MiB, the Kubernetes API server's limit)"},
 		{"VM without template", "apiVersion: kubevirt.io/v1\nkind: VirtualMachine\nmetadata: {name: v}\nspec: {}\n", "spec.template: Required value: a VirtualMachine needs a template to make a VirtualMachineInstance from"},
 	}
 	for _, c := range cases {
