@@ -38,8 +38,10 @@ func validateDevices(vmi *v1.VirtualMachineInstance) field.ErrorList {
 		}
 	}
 	if w := devs.Watchdog; w != nil {
-		if w.I6300ESB == nil || w.Diag288 != nil {
-			errs = append(errs, field.NotSupported(devicesPath.Child("watchdog"), w.Name, []string{"i6300esb"}))
+		if w.Diag288 != nil {
+			errs = append(errs, field.NotSupported(devicesPath.Child("watchdog", "diag288"), "diag288", []string{"i6300esb"}))
+		} else if w.I6300ESB == nil {
+			errs = append(errs, field.Required(devicesPath.Child("watchdog", "i6300esb"), "amd64 only has the i6300esb watchdog"))
 		}
 	}
 	if v := devs.Video; v != nil {

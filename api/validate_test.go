@@ -494,7 +494,7 @@ func TestValidateDevicesAndLifecycle(t *testing.T) {
 		{"unnamed input (ours)", func(v *v1.VirtualMachineInstance) { devs(v).Inputs = []v1.Input{{Bus: "usb", Type: "tablet"}} }, []string{req + "spec.domain.devices.inputs[0].name"}},
 		{"diag288 watchdog", func(v *v1.VirtualMachineInstance) {
 			devs(v).Watchdog = &v1.Watchdog{Name: "w", WatchdogDevice: v1.WatchdogDevice{Diag288: &v1.Diag288Watchdog{}}}
-		}, []string{ns + "spec.domain.devices.watchdog"}},
+		}, []string{ns + "spec.domain.devices.watchdog.diag288"}},
 		{"video type", func(v *v1.VirtualMachineInstance) { devs(v).Video = &v1.VideoDevice{Type: "qxl"} }, []string{ns + "spec.domain.devices.video.type"}},
 		{"video without graphics", func(v *v1.VirtualMachineInstance) {
 			devs(v).Video = &v1.VideoDevice{Type: "virtio"}

@@ -252,37 +252,38 @@ func validateCloudInit(vmi *v1.VirtualMachineInstance) field.ErrorList {
 		errs = append(errs, e...)
 		netSources, netLen, e := cloudInitSource(p, "networkData", "networkDataBase64", "networkDataSecretRef", c.networkData, c.networkDataBase64, c.networkDataSecret)
 		errs = append(errs, e...)
-		if userSources > 1 {
-			errs = append(errs, field.Invalid(p, "", "only one of userData, userDataBase64 and secretRef may be set"))
+		if len(userSources) > 1 {
+			errs = append(errs, field.Invalid(p, strings.Join(userSources, ", "), "only one of userData, userDataBase64 and secretRef may be set"))
 		}
 		if userLen > maxCloudInitUserData {
 			errs = append(errs, tooLong(p.Child("userData"), fmt.Sprintf("user data is %d bytes, more than %d: put it in a Secret (secretRef)", userLen, maxCloudInitUserData)))
 		}
-		if netSources > 1 {
-			errs = append(errs, field.Invalid(p, "", "only one of networkData, networkDataBase64 and networkDataSecretRef may be set"))
+		if len(netSources) > 1 {
+			errs = append(errs, field.Invalid(p, strings.Join(netSources, ", "), "only one of networkData, networkDataBase64 and networkDataSecretRef may be set"))
 		}
 		if netLen > maxCloudInitNetworkData {
 			errs = append(errs, tooLong(p.Child("networkData"), fmt.Sprintf("network data is %d bytes, more than %d: put it in a Secret (networkDataSecretRef)", netLen, maxCloudInitNetworkData)))
 		}
-		if userSources == 0 && netSources == 0 {
+		if len(userSources) == 0 && len(netSources) == 0 {
 			errs = append(errs, field.Required(p, "needs user data or network data (userData, userDataBase64, secretRef, networkData, networkDataBase64 or networkDataSecretRef)"))
 		}
 	}
 	return errs
 }
 
-// cloudInitSource counts the sources of one kind of cloud-init data and
+// cloudInitSource lists the sources set for one kind of cloud-init data and
 // returns the length of the inline data. Values never appear in errors:
 // user data may hold secrets.
-func cloudInitSource(p *field.Path, plainName, b64Name, secretName, plain, b64 string, secret *k8sv1.LocalObjectReference) (int, int, field.ErrorList) {
+func cloudInitSource(p *field.Path, plainName, b64Name, secretName, plain, b64 string, secret *k8sv1.LocalObjectReference) ([]string, int, field.ErrorList) {
 	var errs field.ErrorList
-	n, size := 0, 0
+	var set []string
+	size := 0
 	if secret != nil && secret.Name != "" {
-		n++
+		set = append(set, secretName)
 		errs = appendMsgs(errs, p.Child(secretName, "name"), secret.Name, validation.IsDNS1123Subdomain(secret.Name))
 	}
 	if b64 != "" {
-		n++
+		set = append(set, b64Name)
 		decoded, err := base64.StdEncoding.DecodeString(b64)
 		if err != nil {
 			errs = append(errs, field.Invalid(p.Child(b64Name), "<redacted>", "not valid base64"))
@@ -290,10 +291,10 @@ func cloudInitSource(p *field.Path, plainName, b64Name, secretName, plain, b64 s
 		size = len(decoded)
 	}
 	if plain != "" {
-		n++
+		set = append(set, plainName)
 		size = len(plain)
 	}
-	return n, size, errs
+	return set, size, errs
 }
 
 // tooLong is a TooLong error with its own detail and no value (the value
