@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"reflect"
+	"regexp"
 	"strings"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -210,15 +211,24 @@ func toJSON(data []byte) ([]byte, error) {
 	return js, nil
 }
 
-// yamlMessage rewrites the YAML library's errors into one line.
+// yamlDuplicate matches the YAML library's report of a duplicate key.
+var yamlDuplicate = regexp.MustCompile(`line (\d+): key (".*?") already set in map`)
+
+// yamlMessage rewrites the YAML library's errors into one line, e.g.
+// `invalid YAML: line 5: duplicate key "kind"`.
 func yamlMessage(err error) string {
 	msg := err.Error()
 	msg = strings.TrimPrefix(msg, "error converting YAML to JSON: ")
+	if yamlDuplicate.MatchString(msg) {
+		var lines []string
+		for _, m := range yamlDuplicate.FindAllStringSubmatch(msg, -1) {
+			lines = append(lines, "line "+m[1]+": duplicate key "+m[2])
+		}
+		return "invalid YAML: " + strings.Join(lines, "; ")
+	}
+	msg = strings.TrimPrefix(msg, "yaml: ")
 	msg = strings.ReplaceAll(msg, "\n  ", " ")
 	msg = strings.ReplaceAll(msg, "\n", " ")
-	if strings.Contains(msg, "already set in map") {
-		msg = "duplicate key: " + msg
-	}
 	return "invalid YAML: " + msg
 }
 
