@@ -326,6 +326,7 @@ func TestValidateVolumes(t *testing.T) {
 		}, []string{inv + "spec.volumes[2].hostDisk.capacity"}},
 		{"ephemeral without claim", func(v *v1.VirtualMachineInstance) { vol(v, v1.VolumeSource{Ephemeral: &v1.EphemeralVolumeSource{}}) }, []string{req + "spec.volumes[2].ephemeral.persistentVolumeClaim"}},
 		{"sysprep without source", func(v *v1.VirtualMachineInstance) { vol(v, v1.VolumeSource{Sysprep: &v1.SysprepSource{}}) }, []string{req + "spec.volumes[2].sysprep"}},
+		{"utility volumes at creation", func(v *v1.VirtualMachineInstance) { v.Spec.UtilityVolumes = []v1.UtilityVolume{} }, []string{forb + "spec.utilityVolumes"}},
 		{"containerPath on a disk", func(v *v1.VirtualMachineInstance) {
 			vol(v, v1.VolumeSource{ContainerPath: &v1.ContainerPathVolumeSource{Path: "/var/run/kubevirt/x"}})
 		}, []string{inv + "spec.volumes[2].containerPath", inv + "spec.volumes[2].containerPath", inv + "spec.volumes[2].containerPath.path"}},

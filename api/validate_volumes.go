@@ -54,6 +54,7 @@ func volumeSources(v *v1.Volume) int {
 // accounts that are DNS-1123 subdomains (they become file names on a host),
 // a containerDisk image without spaces or control characters, absolute and
 // clean hostDisk paths (no ".."), and an emptyDisk capacity above zero.
+// Utility volumes, which KubeVirt only hotplugs, are refused at creation.
 func validateVolumes(vmi *v1.VirtualMachineInstance) field.ErrorList {
 	var errs field.ErrorList
 	devs := &vmi.Spec.Domain.Devices
@@ -96,6 +97,9 @@ func validateVolumes(vmi *v1.VirtualMachineInstance) field.ErrorList {
 			counts["memoryDump"]++
 		}
 		errs = append(errs, validateVolumeSource(v, p, disks[v.Name], filesystems[v.Name])...)
+	}
+	if vmi.Spec.UtilityVolumes != nil {
+		errs = append(errs, field.Forbidden(specPath.Child("utilityVolumes"), "utility volumes can only be hotplugged into a running VMI, not created with it"))
 	}
 	for _, kind := range []string{"serviceAccount", "downwardMetrics", "memoryDump"} {
 		if counts[kind] > 1 {
