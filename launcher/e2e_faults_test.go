@@ -32,6 +32,9 @@ func TestE2ELibvirtdRestart(t *testing.T) {
 	if os.Getenv("CI") == "" && os.Getenv(faultsEnv) == "" {
 		t.Skipf("restarts the host's libvirtd; set %s=1 (or CI) to run it", faultsEnv)
 	}
+	lockE2E(t, true)
+	exclusive = true
+	defer func() { exclusive = false }()
 	e := newEnv(t)
 	ctx := context.Background()
 	keep := guestVMI(t, uniqueName("e2e-restart-keep"), 30, testguest.ActionACPI)

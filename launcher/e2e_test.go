@@ -12,6 +12,7 @@ import (
 	"os"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -58,7 +59,32 @@ func skipOrFail(t testing.TB, format string, args ...any) {
 var (
 	guestOnce sync.Once
 	guestErr  error
+	// exclusive is set while a test holds the e2e lock exclusively.
+	exclusive bool
 )
+
+// e2eLock is the file that serializes the tests that restart libvirtd
+// (exclusive) with every other test that uses it (shared), across the
+// packages go test runs at once. examples/launch's test takes it too.
+const e2eLock = "/run/vmi2libvirt-e2e.lock"
+
+// lockE2E takes the e2e lock, shared or exclusive, until the test ends.
+func lockE2E(t testing.TB, excl bool) {
+	t.Helper()
+	f, err := os.OpenFile(e2eLock, os.O_CREATE|os.O_RDWR, 0o600)
+	if err != nil {
+		t.Fatalf("e2e lock: %v", err)
+	}
+	how := syscall.LOCK_SH
+	if excl {
+		how = syscall.LOCK_EX
+	}
+	if err := syscall.Flock(int(f.Fd()), how); err != nil {
+		f.Close()
+		t.Fatalf("e2e lock: %v", err)
+	}
+	t.Cleanup(func() { f.Close() })
+}
 
 // newEnv connects a launcher (emulation on) with a fresh state folder, and
 // builds the test guest into the default image store.
@@ -68,6 +94,9 @@ func newEnv(t testing.TB) *env {
 		skipOrFail(t, "libvirtd unreachable at %s: %v", testURI, err)
 	} else {
 		_, _ = c.Close()
+	}
+	if !exclusive {
+		lockE2E(t, false)
 	}
 	guestOnce.Do(func() { _, guestErr = testguest.Build(launcher.DefaultImageStore) })
 	if guestErr != nil {

@@ -28,10 +28,20 @@ func TestLaunchTiny(t *testing.T) {
 	} else {
 		_, _ = c.Close()
 	}
+	// Shared with the launcher's e2e tests, exclusive to those that
+	// restart libvirtd (see launcher/e2e_test.go).
+	lock, err := os.OpenFile("/run/vmi2libvirt-e2e.lock", os.O_CREATE|os.O_RDWR, 0o600)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer lock.Close()
+	if err := syscall.Flock(int(lock.Fd()), syscall.LOCK_SH); err != nil {
+		t.Fatal(err)
+	}
 	if _, err := testguest.Build(launcher.DefaultImageStore); err != nil {
 		skipOrFail(t, "test guest cannot be built: %v", err)
 	}
-	sample, err := os.ReadFile("../vmis/vmi-tiny.yaml")
+	sample, err := os.ReadFile(filepath.Join("..", "vmis", "vmi-tiny.yaml"))
 	if err != nil {
 		t.Fatal(err)
 	}
