@@ -181,3 +181,27 @@ func mustDecode(t testing.TB, s string) *vmiT {
 	}
 	return vmi
 }
+
+// TestDecodeConcurrent runs the whole pipeline from several goroutines at
+// once (the field tables are shared); run it with -race.
+func TestDecodeConcurrent(t *testing.T) {
+	data := readTestdata(t, "vmi-windows.yaml")
+	done := make(chan error)
+	for range 8 {
+		go func() {
+			vmi, err := Decode(data)
+			if err == nil {
+				Default(vmi, ClusterConfig{})
+				if errs := Validate(vmi); len(errs) > 0 {
+					err = errs.ToAggregate()
+				}
+			}
+			done <- err
+		}()
+	}
+	for range 8 {
+		if err := <-done; err != nil {
+			t.Error(err)
+		}
+	}
+}
