@@ -19,8 +19,8 @@ var (
 // video type and no video when graphics are off, a known sound model and a
 // named sound device, known panic device models, at most one GPU display
 // with ramfb, a known IO threads policy (supplementalPool with a thread
-// count). Names of inputs, GPUs and host devices must be set (this
-// library's own: they name aliases and host mappings).
+// count). Names of inputs, the watchdog, filesystems, GPUs and host
+// devices must be set, as KubeVirt's schema requires.
 func validateDevices(vmi *v1.VirtualMachineInstance) field.ErrorList {
 	var errs field.ErrorList
 	d := &vmi.Spec.Domain
@@ -38,6 +38,9 @@ func validateDevices(vmi *v1.VirtualMachineInstance) field.ErrorList {
 		}
 	}
 	if w := devs.Watchdog; w != nil {
+		if w.Name == "" {
+			errs = append(errs, field.Required(devicesPath.Child("watchdog", "name"), "a watchdog needs a name"))
+		}
 		if w.Diag288 != nil {
 			errs = append(errs, field.NotSupported(devicesPath.Child("watchdog", "diag288"), "diag288", []string{"i6300esb"}))
 		} else if w.I6300ESB == nil {
@@ -78,6 +81,11 @@ func validateDevices(vmi *v1.VirtualMachineInstance) field.ErrorList {
 	}
 	if ramfb > 1 {
 		errs = append(errs, field.Invalid(devicesPath.Child("gpus"), ramfb, "at most one GPU display may use ramfb"))
+	}
+	for i, fs := range devs.Filesystems {
+		if fs.Name == "" {
+			errs = append(errs, field.Required(devicesPath.Child("filesystems").Index(i).Child("name"), "a filesystem needs the name of its volume"))
+		}
 	}
 	for i, hd := range devs.HostDevices {
 		if hd.Name == "" {

@@ -496,6 +496,9 @@ func TestValidateDevicesAndLifecycle(t *testing.T) {
 		{"diag288 watchdog", func(v *v1.VirtualMachineInstance) {
 			devs(v).Watchdog = &v1.Watchdog{Name: "w", WatchdogDevice: v1.WatchdogDevice{Diag288: &v1.Diag288Watchdog{}}}
 		}, []string{ns + "spec.domain.devices.watchdog.diag288"}},
+		{"unnamed watchdog", func(v *v1.VirtualMachineInstance) {
+			devs(v).Watchdog = &v1.Watchdog{WatchdogDevice: v1.WatchdogDevice{I6300ESB: &v1.I6300ESBWatchdog{Action: "reset"}}}
+		}, []string{req + "spec.domain.devices.watchdog.name"}},
 		{"video type", func(v *v1.VirtualMachineInstance) { devs(v).Video = &v1.VideoDevice{Type: "qxl"} }, []string{ns + "spec.domain.devices.video.type"}},
 		{"video without graphics", func(v *v1.VirtualMachineInstance) {
 			devs(v).Video = &v1.VideoDevice{Type: "virtio"}
