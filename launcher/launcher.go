@@ -50,13 +50,15 @@ type Launcher struct {
 
 // record is what the launcher keeps of each VMI it manages.
 type record struct {
+	nsName string // namespace/name, set at creation
+
 	// syncMu serializes Sync, Stop and Delete of the VMI.
 	syncMu sync.Mutex
 
 	// mu serializes reading the VMI's state and publishing it, so the
 	// published statuses follow the order in which they were read.
 	mu        sync.Mutex
-	vmi       *v1.VirtualMachineInstance // defaulted copy
+	vmi       *v1.VirtualMachineInstance // defaulted copy, replaced by Sync
 	status    v1.VirtualMachineInstanceStatus
 	published bool
 	observed  time.Time // when status was read

@@ -232,8 +232,8 @@ func (r *record) prevStatus() v1.VirtualMachineInstanceStatus {
 	return v1.VirtualMachineInstanceStatus{Phase: r.vmi.Status.Phase}
 }
 
-// key is the VMI's namespace/name.
-func (r *record) key() string { return r.vmi.Namespace + "/" + r.vmi.Name }
+// key is the VMI's namespace/name (fixed for the record's life).
+func (r *record) key() string { return r.nsName }
 
 // event is the record's current status as a Watch event.
 func (r *record) event(libvirtEvent time.Time) Event {

@@ -158,6 +158,7 @@ func (l *Launcher) recordFor(v *v1.VirtualMachineInstance) *record {
 		}
 	}
 	rec := &record{
+		nsName:  v.Namespace + "/" + v.Name,
 		vmi:     v,
 		started: v.Status.Phase == v1.Running || domain.IsFinal(v.Status.Phase),
 	}
