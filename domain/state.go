@@ -365,7 +365,7 @@ func Conditions(o Observation, phase v1.VirtualMachineInstancePhase) []v1.Virtua
 	case paused:
 		ready.Status = k8sv1.ConditionFalse
 		ready.Reason = ReadyReasonPaused
-		ready.Message = "the virtual machine is paused"
+		ready.Message = "the virtual machine is paused (" + ReasonString(o.State, o.Reason) + ")"
 	}
 	conds := []v1.VirtualMachineInstanceCondition{ready}
 	if c, ok := pausedConditions[o.Reason]; paused && ok {

@@ -132,6 +132,13 @@ func TestConditions(t *testing.T) {
 	}
 }
 
+func TestReadyMessageNamesPauseReason(t *testing.T) {
+	c := Conditions(Observation{Defined: true, State: StatePaused, Reason: PausedStartingUp}, v1.Running)
+	if c[0].Message != "the virtual machine is paused (StartingUp)" {
+		t.Errorf("Ready message %q", c[0].Message)
+	}
+}
+
 func TestShouldResume(t *testing.T) {
 	tests := []struct {
 		s    State
