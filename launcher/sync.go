@@ -64,9 +64,10 @@ func (l *Launcher) Sync(ctx context.Context, vmi *v1.VirtualMachineInstance) err
 		if err == nil {
 			break
 		}
-		if attempt == 0 && isMemoryHotplugRefusal(err) && !l.noMemoryHotplug.Load() {
-			l.log.Info("libvirt refuses memory hotplug; defining without <maxMemory>", "vmi", key)
-			l.noMemoryHotplug.Store(true)
+		if attempt == 0 && isMemoryHotplugRefusal(err) {
+			if !l.noMemoryHotplug.Swap(true) {
+				l.log.Info("libvirt refuses memory hotplug; defining without <maxMemory>", "vmi", key)
+			}
 			continue
 		}
 		return err
