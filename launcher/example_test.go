@@ -35,9 +35,11 @@ func Example() {
 	if err := l.Sync(ctx, vmi); err != nil {
 		log.Fatal(err)
 	}
+	stopping := false
 	for ev := range events {
 		fmt.Println(ev.Name, ev.Status.Phase, ev.Status.Reason)
-		if ev.Status.Phase == v1.Running {
+		if ev.Status.Phase == v1.Running && !stopping {
+			stopping = true
 			// Press the power button; the guest has its grace period
 			// (spec.terminationGracePeriodSeconds) to power off.
 			go func() { _ = l.Stop(ctx, vmi) }()
