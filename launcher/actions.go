@@ -79,10 +79,12 @@ func gracePeriod(v *v1.VirtualMachineInstance) time.Duration {
 	return time.Duration(v1.DefaultGracePeriodSeconds) * time.Second
 }
 
-// Stop shuts the VMI down gracefully: when its domain has ACPI and the VMI
-// a grace period, Stop presses the ACPI power button and waits up to
-// spec.terminationGracePeriodSeconds for the guest to power off, then
-// destroys the domain; otherwise it destroys it at once. A guest that
+// Stop shuts the VMI down gracefully: when the VMI has a grace period and
+// its domain has ACPI (or a connected guest agent), Stop asks the guest to
+// shut down — through the agent when it is connected, else with the ACPI
+// power button, as KubeVirt does — and waits up to
+// spec.terminationGracePeriodSeconds for it to power off, then destroys the
+// domain; otherwise it destroys it at once. A guest that
 // powers off ends Succeeded; one destroyed after ignoring the button ends
 // Failed (KubeVirt's rule). Stop returns when the domain is off; a domain
 // already off is no error. If ctx ends first, Stop returns its error and
@@ -104,10 +106,12 @@ func (l *Launcher) Stop(ctx context.Context, vmi *v1.VirtualMachineInstance) err
 		if !domain.State(state).Active() {
 			return nil
 		}
-		if grace <= 0 || !hasACPI(dom) {
+		if grace <= 0 || !canShutDown(dom) {
 			return nil
 		}
-		if err := dom.ShutdownFlags(libvirt.DOMAIN_SHUTDOWN_ACPI_POWER_BTN); err != nil {
+		// libvirt's default: the guest agent when it is connected, else
+		// the ACPI power button (as KubeVirt's virt-launcher asks).
+		if err := dom.ShutdownFlags(libvirt.DOMAIN_SHUTDOWN_DEFAULT); err != nil {
 			if !isNotRunning(err) {
 				return wrapErr(err, "shut down domain %s", name)
 			}
@@ -120,7 +124,7 @@ func (l *Launcher) Stop(ctx context.Context, vmi *v1.VirtualMachineInstance) err
 		return err
 	}
 	if acpiAsked {
-		l.log.Info("ACPI shutdown requested", "vmi", v.Namespace+"/"+v.Name, "grace period", grace)
+		l.log.Info("guest shutdown requested", "vmi", v.Namespace+"/"+v.Name, "grace period", grace)
 		deadline := time.NewTimer(grace)
 		defer deadline.Stop()
 		tick := time.NewTicker(stopPoll)
@@ -186,14 +190,15 @@ func (l *Launcher) active(ctx context.Context, name string) (bool, error) {
 	return active, err
 }
 
-// hasACPI tells whether dom's live definition has ACPI.
-func hasACPI(dom *libvirt.Domain) bool {
+// canShutDown tells whether dom's guest can be asked to shut down: its
+// live definition has ACPI, or its guest agent is connected.
+func canShutDown(dom *libvirt.Domain) bool {
 	raw, err := dom.GetXMLDesc(0)
 	if err != nil {
 		return false
 	}
 	d, err := domain.Unmarshal([]byte(raw))
-	return err == nil && d.Features != nil && d.Features.ACPI != nil
+	return err == nil && ((d.Features != nil && d.Features.ACPI != nil) || agentConnected(d))
 }
 
 // isNotRunning tells whether err is libvirt saying the domain is not
