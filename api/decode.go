@@ -60,23 +60,13 @@ func decode(data []byte) (*v1.VirtualMachineInstance, string, error) {
 	if err != nil {
 		return nil, "", err
 	}
-	// One generic parse finds syntax errors and duplicate keys (with their
-	// paths) and gives the tree the unknown-field check walks.
-	var tree any
-	dups, err := sigsjson.UnmarshalStrict(js, &tree, sigsjson.DisallowDuplicateFields)
+	// One light pass reads apiVersion and kind; a second checks every key
+	// against the type of that kind (unknown and repeated keys).
+	hdr, err := scanHeader(js)
 	if err != nil {
-		return nil, "", syntaxError(err)
+		return nil, "", docError("document is not a JSON or YAML object: expected a VirtualMachineInstance or VirtualMachine")
 	}
-	obj, ok := tree.(map[string]any)
-	if !ok {
-		return nil, "", docError("document is not an object: expected a VirtualMachineInstance or VirtualMachine")
-	}
-	errs := make(field.ErrorList, 0, len(dups))
-	for _, d := range dups {
-		errs = append(errs, duplicateFieldError(d))
-	}
-	kind, kindErrs := checkTypeMeta(obj)
-	errs = append(errs, kindErrs...)
+	kind, errs := checkTypeMeta(hdr)
 	var out any
 	var vmi *v1.VirtualMachineInstance
 	var vm *v1.VirtualMachine
@@ -89,7 +79,11 @@ func decode(data []byte) (*v1.VirtualMachineInstance, string, error) {
 		out = vm
 	}
 	if out != nil {
-		errs = append(errs, unknownFields(reflect.TypeOf(out), obj)...)
+		keyErrs, err := checkKeys(reflect.TypeOf(out), js)
+		if err != nil {
+			return nil, "", docError("document is not a JSON or YAML object: expected a VirtualMachineInstance or VirtualMachine")
+		}
+		errs = append(keyErrs, errs...)
 	}
 	if len(errs) > 0 {
 		return nil, "", fieldErrors(errs...)
@@ -128,15 +122,6 @@ func vmFromVM(vm *v1.VirtualMachine) (*v1.VirtualMachineInstance, error) {
 		},
 		Spec: tpl.Spec,
 	}, nil
-}
-
-// syntaxError reports JSON that does not parse, with the byte offset.
-func syntaxError(err error) error {
-	msg := strings.TrimPrefix(err.Error(), "json: ")
-	if ok, off := sigsjson.SyntaxErrorOffset(err); ok {
-		return docError(fmt.Sprintf("invalid JSON at byte %d: %s", off, msg))
-	}
-	return docError("invalid JSON: " + msg)
 }
 
 // checkTypeMeta checks apiVersion and kind and returns the kind when it is
@@ -281,26 +266,4 @@ func isDocMarker(line []byte) bool {
 		return false
 	}
 	return len(line) == 3 || line[3] == ' ' || line[3] == '\t'
-}
-
-// duplicateFieldError turns a duplicate-key error of sigs.k8s.io/json's
-// strict decoding into a field error on the same path.
-func duplicateFieldError(err error) *field.Error {
-	p := "<document>"
-	if fe, ok := err.(sigsjson.FieldError); ok && fe.FieldPath() != "" {
-		p = fe.FieldPath()
-	}
-	// field.Path prints children joined by "." and indexes as "[i]", so a
-	// root element holding the whole path prints identically.
-	e := field.Duplicate(field.NewPath(p), lastSegment(p))
-	e.Detail = "duplicate field"
-	return e
-}
-
-// lastSegment returns the last field name of a printed path.
-func lastSegment(p string) string {
-	if i := strings.LastIndexAny(p, ".]"); i >= 0 && i+1 < len(p) {
-		return p[i+1:]
-	}
-	return p
 }
