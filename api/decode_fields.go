@@ -30,6 +30,7 @@ type structFields map[string]reflect.Type
 
 var fieldCache sync.Map // reflect.Type -> structFields
 
+// fieldsOf returns the field table of struct type t, built once per type.
 func fieldsOf(t reflect.Type) structFields {
 	if f, ok := fieldCache.Load(t); ok {
 		return f.(structFields)
@@ -40,6 +41,8 @@ func fieldsOf(t reflect.Type) structFields {
 	return f
 }
 
+// collectFields adds the JSON fields of t to into; fields of the outer
+// struct win over promoted fields of the same name, as in encoding/json.
 func collectFields(t reflect.Type, into structFields) {
 	for i := range t.NumField() {
 		f := t.Field(i)
