@@ -41,9 +41,11 @@ func fieldsOf(t reflect.Type) structFields {
 	return f
 }
 
-// collectFields adds the JSON fields of t to into; fields of the outer
-// struct win over promoted fields of the same name, as in encoding/json.
+// collectFields adds the JSON fields of t to into: its own fields first,
+// then those promoted from embedded structs, so that (as in encoding/json)
+// a shallower field wins over a promoted one of the same name.
 func collectFields(t reflect.Type, into structFields) {
+	var embedded []reflect.Type
 	for i := range t.NumField() {
 		f := t.Field(i)
 		tag := f.Tag.Get("json")
@@ -57,7 +59,7 @@ func collectFields(t reflect.Type, into structFields) {
 				et = et.Elem()
 			}
 			if et.Kind() == reflect.Struct {
-				collectFields(et, into)
+				embedded = append(embedded, et)
 				continue
 			}
 		}
@@ -69,6 +71,15 @@ func collectFields(t reflect.Type, into structFields) {
 		}
 		if _, dup := into[name]; !dup {
 			into[name] = f.Type
+		}
+	}
+	for _, et := range embedded {
+		promoted := structFields{}
+		collectFields(et, promoted)
+		for name, ft := range promoted {
+			if _, dup := into[name]; !dup {
+				into[name] = ft
+			}
 		}
 	}
 }
