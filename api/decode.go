@@ -101,16 +101,40 @@ func decode(data []byte) (*v1.VirtualMachineInstance, string, error) {
 
 // vmFromVM returns the VMI a VirtualMachine's template makes.
 //
-// Instance types and preferences live in a cluster and the VMI has no field
-// for them: like KubeVirt's reference conversions (which did not apply
-// them), the VMI leaves them out, as it does the run strategy, data volume
-// templates and volume update strategy, which only concern the cluster's
-// handling of the VM.
+// Instance types and preferences name cluster objects that cannot be read
+// here, so they are not applied (KubeVirt's reference conversions did not
+// apply them either); the VMI records them with the annotations KubeVirt's
+// VM controller puts on the VMIs it creates (kubevirt.io/instancetype-name,
+// kubevirt.io/cluster-instancetype-name, kubevirt.io/preference-name,
+// kubevirt.io/cluster-preference-name), so that nothing the VM said is lost.
+// The run strategy, data volume templates and volume update strategy only
+// concern the cluster's handling of the VM and have no VMI counterpart.
 func vmFromVM(vm *v1.VirtualMachine) (*v1.VirtualMachineInstance, error) {
 	tpl := vm.Spec.Template
 	if tpl == nil {
 		return nil, fieldErrors(field.Required(field.NewPath("spec", "template"),
 			"a VirtualMachine needs a template to make a VirtualMachineInstance from"))
+	}
+	annotations := tpl.ObjectMeta.Annotations
+	if it, pref := vm.Spec.Instancetype, vm.Spec.Preference; it != nil || pref != nil {
+		annotations = make(map[string]string, len(tpl.ObjectMeta.Annotations)+2)
+		for k, v := range tpl.ObjectMeta.Annotations {
+			annotations[k] = v
+		}
+		if it != nil {
+			key := v1.ClusterInstancetypeAnnotation
+			if namespacedKind(it.Kind, "VirtualMachineInstancetype") {
+				key = v1.InstancetypeAnnotation
+			}
+			annotations[key] = it.Name
+		}
+		if pref != nil {
+			key := v1.ClusterPreferenceAnnotation
+			if namespacedKind(pref.Kind, "VirtualMachinePreference") {
+				key = v1.PreferenceAnnotation
+			}
+			annotations[key] = pref.Name
+		}
 	}
 	return &v1.VirtualMachineInstance{
 		TypeMeta: metav1.TypeMeta{APIVersion: APIVersion, Kind: KindVMI},
@@ -118,10 +142,17 @@ func vmFromVM(vm *v1.VirtualMachine) (*v1.VirtualMachineInstance, error) {
 			Name:        vm.Name,
 			Namespace:   vm.Namespace,
 			Labels:      tpl.ObjectMeta.Labels,
-			Annotations: tpl.ObjectMeta.Annotations,
+			Annotations: annotations,
 		},
 		Spec: tpl.Spec,
 	}, nil
+}
+
+// namespacedKind tells whether a matcher's kind names the namespaced kind
+// (its singular or plural resource name, in any case) rather than the
+// cluster-wide one, which is the default.
+func namespacedKind(kind, namespaced string) bool {
+	return strings.EqualFold(kind, namespaced) || strings.EqualFold(kind, namespaced+"s")
 }
 
 // checkTypeMeta checks apiVersion and kind and returns the kind when it is

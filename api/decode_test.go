@@ -205,3 +205,39 @@ func TestDecodeConcurrent(t *testing.T) {
 		}
 	}
 }
+
+// KubeVirt's VM controller records a VM's instance type and preference on the
+// VMIs it creates with these annotations (kubevirt.io/api core/v1 constants);
+// the default kind of both matchers is the cluster-wide one.
+func TestDecodeRecordsInstancetypeAndPreference(t *testing.T) {
+	doc := `apiVersion: kubevirt.io/v1
+kind: VirtualMachine
+metadata: {name: vm1, namespace: ns1}
+spec:
+  instancetype: {name: u1.small}
+  preference: {kind: VirtualMachinePreference, name: fedora}
+  template:
+    metadata:
+      annotations: {keep: me}
+    spec:
+      domain:
+        devices: {}
+`
+	vmi, err := Decode([]byte(doc))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]string{
+		"keep":                                  "me",
+		"kubevirt.io/cluster-instancetype-name": "u1.small",
+		"kubevirt.io/preference-name":           "fedora",
+	}
+	if len(vmi.Annotations) != len(want) {
+		t.Fatalf("annotations = %v, want %v", vmi.Annotations, want)
+	}
+	for k, v := range want {
+		if vmi.Annotations[k] != v {
+			t.Errorf("annotation %s = %q, want %q", k, vmi.Annotations[k], v)
+		}
+	}
+}
