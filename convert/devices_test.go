@@ -202,7 +202,9 @@ func TestDeviceAreas(t *testing.T) {
 		},
 		{
 			name: "persistent tpm",
-			edit: func(v *v1.VirtualMachineInstance) { v.Spec.Domain.Devices.TPM = &v1.TPMDevice{Persistent: devPtr(true)} },
+			edit: func(v *v1.VirtualMachineInstance) {
+				v.Spec.Domain.Devices.TPM = &v1.TPMDevice{Persistent: devPtr(true)}
+			},
 			area: (*converter).tpm,
 			get:  func(l *libvirtxml.DomainDeviceList) any { return l.TPMs },
 			want: `<tpm model="tpm-crb"><backend type="emulator" version="2.0" persistent_state="yes"></backend></tpm>`,
