@@ -34,8 +34,9 @@ import (
 //	downwardAPI
 //	persistentVolumeClaim the disk Claims names for its claimName
 //	dataVolume            the disk Claims names for the data volume's name
-//	hostDisk              its path as written (a block device when under /dev/); type DiskOrCreate
-//	                      creates a sparse raw file of its capacity when missing
+//	hostDisk              its path as written, cleaned (a block device when under /dev/), when it
+//	                      lies under a folder of HostDiskAllow; type DiskOrCreate creates a sparse
+//	                      raw file of its capacity when missing
 //
 // sysprep, downwardMetrics and memoryDump volumes are refused. The overlays
 // carry their backing file in their qcow2 header, so the domain names only
@@ -56,6 +57,16 @@ type HostLayout struct {
 	// disk behind it: Type "file" (the default) or "block", an absolute Path,
 	// Format "raw" (the default) or "qcow2". A claim missing here is an error.
 	Claims map[string]DiskSource
+	// HostDiskAllow lists the absolute folders under which a hostDisk
+	// volume's path may lie (a path equal to a folder does not count; "/"
+	// allows every path, /dev/ devices included). A hostDisk whose cleaned
+	// path is under none of them is refused with a field error on
+	// spec.volumes[i].hostDisk.path; empty (the default) refuses every
+	// hostDisk, since a tenant's VMI could otherwise name any file of the
+	// host. Relative entries match nothing. The check is lexical: the
+	// embedder keeps symbolic links that lead out of these folders out of
+	// them.
+	HostDiskAllow []string
 }
 
 // HostArtifactKind says what the launcher makes for a volume in the host
@@ -152,6 +163,9 @@ func (l HostLayout) VolumeArtifact(vmi *v1.VirtualMachineInstance, index int) (H
 		a.Path, a.Format, a.Block = src.Path, src.Format, src.Type == "block"
 	case volHostDisk:
 		a.Path = path.Clean(v.HostDisk.Path)
+		if err := l.checkHostDisk(v.HostDisk.Path, a.Path, p.Child("hostDisk", "path")); err != nil {
+			return HostArtifact{}, err
+		}
 		a.Block = strings.HasPrefix(a.Path, "/dev/")
 		if v.HostDisk.Type == v1.HostDiskExistsOrCreate {
 			if a.Block {
@@ -165,6 +179,28 @@ func (l HostLayout) VolumeArtifact(vmi *v1.VirtualMachineInstance, index int) (H
 			"the host layout places only "+strings.Join(hostVolumeKinds, ", ")+" volumes")
 	}
 	return a, nil
+}
+
+// checkHostDisk refuses a hostDisk path (cleaned: clean) that lies under
+// no folder of HostDiskAllow, or that holds a character a libvirt domain's
+// XML cannot carry.
+func (l HostLayout) checkHostDisk(raw, clean string, fp *field.Path) error {
+	if strings.ContainsFunc(raw, func(r rune) bool { return r < 0x20 || r == 0x7f || r == 0xfffd }) {
+		return field.Invalid(fp, raw, "must not contain control characters")
+	}
+	if len(l.HostDiskAllow) == 0 {
+		return field.Forbidden(fp, "hostDisk volumes are refused: HostLayout.HostDiskAllow names no folder")
+	}
+	for _, dir := range l.HostDiskAllow {
+		if !path.IsAbs(dir) {
+			continue
+		}
+		dir = path.Clean(dir)
+		if dir == "/" || strings.HasPrefix(clean, dir+"/") {
+			return nil
+		}
+	}
+	return field.Invalid(fp, raw, "not under a folder of HostLayout.HostDiskAllow ("+strings.Join(l.HostDiskAllow, ", ")+")")
 }
 
 // hostVolumeKinds are the volume sources the host layout places.

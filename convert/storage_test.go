@@ -189,7 +189,7 @@ func TestHostLayoutArtifacts(t *testing.T) {
 		v1.Volume{Name: "dv", VolumeSource: v1.VolumeSource{DataVolume: &v1.DataVolumeSource{Name: "fast"}}},
 		v1.Volume{Name: "hd", VolumeSource: v1.VolumeSource{HostDisk: &v1.HostDisk{Path: "/srv/x.img", Type: v1.HostDiskExistsOrCreate}}},
 	)
-	l := HostLayout{StateDir: "/state", ImageStore: "/images", Claims: map[string]DiskSource{
+	l := HostLayout{StateDir: "/state", ImageStore: "/images", HostDiskAllow: []string{"/srv"}, Claims: map[string]DiskSource{
 		"golden": {Path: "/srv/golden.qcow2", Format: "qcow2"},
 		"fast":   {Type: "block", Path: "/dev/vg/fast"},
 	}}

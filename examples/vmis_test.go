@@ -30,6 +30,8 @@ func layouts() []struct {
 	host.Layout = convert.HostLayout{
 		StateDir:   "/var/lib/vmi2libvirt/vmis",
 		ImageStore: "/var/lib/vmi2libvirt/images",
+		// vmi-hostdisk.yaml's hostDisk lives here.
+		HostDiskAllow: []string{"/var/data"},
 		Networks: map[string]convert.InterfaceAttachment{
 			"blue-net": {Type: "bridge", Source: "br-blue"},
 		},

@@ -391,6 +391,7 @@ spec:
 func TestHostDiskOrCreate(t *testing.T) {
 	layout, sources := testLayout(t)
 	dir := t.TempDir()
+	layout.HostDiskAllow = []string{dir}
 	vmi := artifactVMI(t, `
 apiVersion: kubevirt.io/v1
 kind: VirtualMachineInstance
