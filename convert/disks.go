@@ -151,7 +151,10 @@ func (b *diskBuilder) disk(i int) (libvirtxml.DomainDisk, error) {
 		Serial: spec.Serial,
 		Alias:  &libvirtxml.DomainAlias{Name: "ua-" + spec.Name},
 	}
-	if dev.bus == v1.DiskBusSCSI {
+	// SCSI disks and LUNs sit at the unit their name gives on controller 0,
+	// as KubeVirt places them; a SCSI CD-ROM gets no address and libvirt
+	// assigns one, as with KubeVirt.
+	if dev.bus == v1.DiskBusSCSI && dev.device != "cdrom" {
 		zero, u := uint(0), unit
 		out.Address = &libvirtxml.DomainAddress{Drive: &libvirtxml.DomainAddressDrive{Controller: &zero, Bus: &zero, Unit: &u}}
 	}
