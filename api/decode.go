@@ -4,10 +4,12 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"io"
 	"reflect"
 	"regexp"
 	"strings"
 
+	yamlv2 "go.yaml.in/yaml/v2"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	v1 "kubevirt.io/api/core/v1"
@@ -215,7 +217,10 @@ func toJSON(data []byte) ([]byte, error) {
 	}
 	js, err := yaml.YAMLToJSONStrict(data)
 	if err != nil {
-		return nil, docError(yamlMessage(err))
+		return nil, docError(yamlMessage(err, data))
+	}
+	if err := checkFlowEnd(data); err != nil {
+		return nil, err
 	}
 	js = bytes.TrimSpace(js)
 	switch {
@@ -230,9 +235,13 @@ func toJSON(data []byte) ([]byte, error) {
 // yamlDuplicate matches the YAML library's report of a duplicate key.
 var yamlDuplicate = regexp.MustCompile(`line (\d+): key (".*?") already set in map`)
 
-// yamlMessage rewrites the YAML library's errors into one line, e.g.
-// `invalid YAML: line 5: duplicate key "kind"`.
-func yamlMessage(err error) string {
+// yamlSelfAlias matches the YAML library's report of an anchor whose value
+// refers to itself, which names no line.
+var yamlSelfAlias = regexp.MustCompile(`^anchor '(.*)' value contains itself$`)
+
+// yamlMessage rewrites the YAML library's errors on data into one line,
+// e.g. `invalid YAML: line 5: duplicate key "kind"`.
+func yamlMessage(err error, data []byte) string {
 	msg := err.Error()
 	msg = strings.TrimPrefix(msg, "error converting YAML to JSON: ")
 	if yamlDuplicate.MatchString(msg) {
@@ -243,6 +252,11 @@ func yamlMessage(err error) string {
 		return "invalid YAML: " + strings.Join(lines, "; ")
 	}
 	msg = strings.TrimPrefix(msg, "yaml: ")
+	if m := yamlSelfAlias.FindStringSubmatch(msg); m != nil {
+		if i := bytes.Index(data, []byte("&"+m[1])); i >= 0 {
+			msg = fmt.Sprintf("line %d: %s", bytes.Count(data[:i], []byte("\n"))+1, msg)
+		}
+	}
 	msg = strings.ReplaceAll(msg, "\n  ", " ")
 	msg = strings.ReplaceAll(msg, "\n", " ")
 	return "invalid YAML: " + msg
@@ -297,4 +311,75 @@ func isDocMarker(line []byte) bool {
 		return false
 	}
 	return len(line) == 3 || line[3] == ' ' || line[3] == '\t'
+}
+
+// checkFlowEnd refuses content after a document that is a YAML flow
+// collection ("{...}" or "[...]" followed by "spec: ..." or another
+// object): the YAML library reads the first collection and silently drops
+// the rest. data has already been parsed once without error.
+func checkFlowEnd(data []byte) (err error) {
+	kind := flowKind(data)
+	if kind == "" {
+		return nil
+	}
+	defer func() {
+		if recover() != nil {
+			err = docError("invalid YAML: content after the end of the document")
+		}
+	}()
+	dec := yamlv2.NewDecoder(bytes.NewReader(data))
+	var first any
+	if dec.Decode(&first) != nil {
+		return nil // reported by the first parse
+	}
+	var rest any
+	e := dec.Decode(&rest)
+	for e == nil && rest == nil { // empty documents: a final "---"
+		e = dec.Decode(&rest)
+	}
+	switch {
+	case e == io.EOF:
+		return nil
+	case e != nil:
+		line := ""
+		if m := yamlLine.FindStringSubmatch(e.Error()); m != nil {
+			line = "line " + m[1] + ": "
+		}
+		return docError("invalid YAML: " + line + "content after the end of the top-level " + kind +
+			": expected exactly one VirtualMachineInstance or VirtualMachine")
+	default:
+		return docError("several YAML documents: expected exactly one VirtualMachineInstance or VirtualMachine")
+	}
+}
+
+// yamlLine finds the line of a YAML library error.
+var yamlLine = regexp.MustCompile(`line (\d+)`)
+
+// flowKind names the flow collection the first content of data (after
+// comments, directives and a document marker) opens: "flow mapping",
+// "flow sequence", or "" for anything else.
+func flowKind(data []byte) string {
+	for len(data) > 0 {
+		line := data
+		if i := bytes.IndexByte(data, '\n'); i >= 0 {
+			line, data = data[:i], data[i+1:]
+		} else {
+			data = nil
+		}
+		t := bytes.TrimSpace(line)
+		if isDocMarker(t) {
+			t = bytes.TrimSpace(t[3:])
+		}
+		if len(t) == 0 || t[0] == '#' || t[0] == '%' {
+			continue
+		}
+		switch t[0] {
+		case '{':
+			return "flow mapping"
+		case '[':
+			return "flow sequence"
+		}
+		return ""
+	}
+	return ""
 }
