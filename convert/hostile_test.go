@@ -166,7 +166,9 @@ var hostileFields = []hostileField{
 			return d.Name, s + "_hostile"
 		}},
 	{path: "metadata.labels", set: func(v *v1.VirtualMachineInstance, s string) { v.Labels = map[string]string{"app": s, s: "v"} }},
-	{path: "metadata.annotations", set: func(v *v1.VirtualMachineInstance, s string) { v.Annotations = map[string]string{"note": s, "x/" + s: s} }},
+	{path: "metadata.annotations", set: func(v *v1.VirtualMachineInstance, s string) {
+		v.Annotations = map[string]string{"note": s, "x/" + s: s}
+	}},
 	{path: "disk serial", set: func(v *v1.VirtualMachineInstance, s string) { v.Spec.Domain.Devices.Disks[0].Serial = s },
 		get: func(d *libvirtxml.Domain, s string) (string, string) { return diskByAlias(d, "root").Serial, s }},
 	{path: "firmware serial", set: func(v *v1.VirtualMachineInstance, s string) { v.Spec.Domain.Firmware.Serial = s },
@@ -188,8 +190,12 @@ var hostileFields = []hostileField{
 			return diskByAlias(d, "host").Source.File.File, filepath.Clean(s)
 		}, hostOnly: true},
 	{path: "kernel image", set: func(v *v1.VirtualMachineInstance, s string) { v.Spec.Domain.Firmware.KernelBoot.Container.Image = s }},
-	{path: "kernelPath", set: func(v *v1.VirtualMachineInstance, s string) { v.Spec.Domain.Firmware.KernelBoot.Container.KernelPath = s }},
-	{path: "initrdPath", set: func(v *v1.VirtualMachineInstance, s string) { v.Spec.Domain.Firmware.KernelBoot.Container.InitrdPath = s }},
+	{path: "kernelPath", set: func(v *v1.VirtualMachineInstance, s string) {
+		v.Spec.Domain.Firmware.KernelBoot.Container.KernelPath = s
+	}},
+	{path: "initrdPath", set: func(v *v1.VirtualMachineInstance, s string) {
+		v.Spec.Domain.Firmware.KernelBoot.Container.InitrdPath = s
+	}},
 	{path: "claimName", set: func(v *v1.VirtualMachineInstance, s string) { v.Spec.Volumes[2].PersistentVolumeClaim.ClaimName = s },
 		get: func(d *libvirtxml.Domain, s string) (string, string) {
 			return diskByAlias(d, "claim").Source.File.File, "/srv/claims/hostile.img"
