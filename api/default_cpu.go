@@ -27,7 +27,8 @@ func defaultCPURequest(vmi *v1.VirtualMachineInstance, _ ClusterConfig) {
 
 // defaultCPUTopology gives a VMI that sets none of sockets, cores and
 // threads one core and one thread per socket and as many sockets as its CPU
-// limit, else its CPU request, asks for (rounded up; 1 without either).
+// limit, else its CPU request, asks for (rounded up; 1 without either, or
+// when that amount is below 1 or above MaxVCPUs).
 func defaultCPUTopology(vmi *v1.VirtualMachineInstance, _ ClusterConfig) {
 	d := &vmi.Spec.Domain
 	if d.CPU != nil && (d.CPU.Sockets != 0 || d.CPU.Cores != 0 || d.CPU.Threads != 0) {
@@ -37,10 +38,14 @@ func defaultCPUTopology(vmi *v1.VirtualMachineInstance, _ ClusterConfig) {
 		d.CPU = &v1.CPU{}
 	}
 	sockets := uint32(1)
-	if q, ok := d.Resources.Limits[k8sv1.ResourceCPU]; ok {
-		sockets = uint32(q.Value())
-	} else if q, ok := d.Resources.Requests[k8sv1.ResourceCPU]; ok {
-		sockets = uint32(q.Value())
+	q, ok := d.Resources.Limits[k8sv1.ResourceCPU]
+	if !ok {
+		q, ok = d.Resources.Requests[k8sv1.ResourceCPU]
+	}
+	// A negative or absurd amount (which Validate refuses on its own path)
+	// must not wrap around into a topology the user never wrote.
+	if v := q.Value(); ok && v >= 1 && v <= MaxVCPUs {
+		sockets = uint32(v)
 	}
 	d.CPU.Sockets, d.CPU.Cores, d.CPU.Threads = sockets, 1, 1
 }
@@ -82,8 +87,8 @@ func defaultCPUHotplug(vmi *v1.VirtualMachineInstance, cfg ClusterConfig) {
 	}
 	// Computed in 64 bits: absurd socket counts must not wrap around.
 	maxSockets := uint64(c.Sockets) * uint64(cfg.hotplugRatio())
-	perSocket := uint64(c.Cores) * uint64(c.Threads)
-	if perSocket != 0 && maxSockets*perSocket > maxHotplugVCPUs {
+	perSocket := uint64(max(c.Cores, 1)) * uint64(max(c.Threads, 1)) // unset counts as 1
+	if maxSockets*perSocket > maxHotplugVCPUs {
 		maxSockets = max(maxHotplugVCPUs/perSocket, uint64(c.Sockets))
 	}
 	c.MaxSockets = uint32(min(maxSockets, math.MaxUint32))

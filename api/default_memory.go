@@ -16,7 +16,8 @@ const (
 )
 
 // defaultGuestMemory sets memory.guest, when unset, from the memory
-// request, else the memory limit, else the hugepage size.
+// request, else the memory limit, else the hugepage size; a request or limit
+// that is negative or above MaxGuestMemory is not copied.
 func defaultGuestMemory(vmi *v1.VirtualMachineInstance, _ ClusterConfig) {
 	d := &vmi.Spec.Domain
 	if d.Memory != nil && d.Memory.Guest != nil {
@@ -25,10 +26,17 @@ func defaultGuestMemory(vmi *v1.VirtualMachineInstance, _ ClusterConfig) {
 	if d.Memory == nil {
 		d.Memory = &v1.Memory{}
 	}
+	// A negative or absurd request or limit (which Validate refuses on its
+	// own path) is not copied into a field the user never wrote.
+	usable := func(q resource.Quantity) bool { return q.Sign() > 0 && q.CmpInt64(MaxGuestMemory) <= 0 }
 	if q, ok := d.Resources.Requests[k8sv1.ResourceMemory]; ok && !q.IsZero() {
-		d.Memory.Guest = &q
+		if usable(q) {
+			d.Memory.Guest = &q
+		}
 	} else if q, ok := d.Resources.Limits[k8sv1.ResourceMemory]; ok && !q.IsZero() {
-		d.Memory.Guest = &q
+		if usable(q) {
+			d.Memory.Guest = &q
+		}
 	} else if d.Memory.Hugepages != nil {
 		if q, err := resource.ParseQuantity(d.Memory.Hugepages.PageSize); err == nil {
 			d.Memory.Guest = &q
@@ -52,7 +60,7 @@ func defaultMemoryStatus(vmi *v1.VirtualMachineInstance, _ ClusterConfig) {
 
 // defaultMemoryHotplug sets memory.maxGuest under the LiveUpdate rollout
 // strategy: the cluster's maxGuest, else guest memory times the hotplug
-// ratio — only when the VMI can hotplug memory at all (see
+// ratio, at most MaxGuestMemory — only when the VMI can hotplug memory at all (see
 // memoryHotplugPossible); otherwise it stays unset.
 func defaultMemoryHotplug(vmi *v1.VirtualMachineInstance, cfg ClusterConfig) {
 	m := vmi.Spec.Domain.Memory
@@ -70,7 +78,9 @@ func defaultMemoryHotplug(vmi *v1.VirtualMachineInstance, cfg ClusterConfig) {
 		if g > 0 && g > (1<<62)/ratio {
 			return // would overflow: no hotplug for such a VMI
 		}
-		maxGuest = resource.NewQuantity(g*ratio, resource.BinarySI)
+		// Capped at this library's limit, so that a valid VMI is not
+		// refused for a maximum it never asked for.
+		maxGuest = resource.NewQuantity(min(g*ratio, MaxGuestMemory), resource.BinarySI)
 	}
 	if !memoryHotplugPossible(&vmi.Spec, maxGuest) {
 		return

@@ -51,8 +51,15 @@ func validateMemory(vmi *v1.VirtualMachineInstance) field.ErrorList {
 	if hasLim && hasReq && lim.Sign() > 0 && req.Cmp(lim) > 0 {
 		errs = append(errs, field.Invalid(reqPath, req.String(), "must not be greater than "+limPath.String()+" "+lim.String()))
 	}
+	if hasReq && req.CmpInt64(MaxGuestMemory) > 0 {
+		errs = append(errs, field.Invalid(reqPath, req.String(), "must not be more than 16Ti"))
+	}
+	if hasLim && lim.CmpInt64(MaxGuestMemory) > 0 && !(hasReq && req.Cmp(lim) >= 0) {
+		errs = append(errs, field.Invalid(limPath, lim.String(), "must not be more than 16Ti"))
+	}
 	m := d.Memory
-	if req.Sign() <= 0 && (m == nil || (m.Guest == nil && m.Hugepages == nil)) {
+	written := (hasReq && !req.IsZero()) || (hasLim && !lim.IsZero())
+	if !written && (m == nil || (m.Guest == nil && m.Hugepages == nil)) {
 		errs = append(errs, field.Required(memoryPath.Child("guest"),
 			"no memory requested: set one of "+memoryPath.Child("guest").String()+", "+
 				memoryPath.Child("hugepages", "pageSize").String()+" or "+reqPath.String()))
@@ -150,7 +157,10 @@ func validateCPU(vmi *v1.VirtualMachineInstance) field.ErrorList {
 	reqPath, limPath := resPath.Child("requests", "cpu"), resPath.Child("limits", "cpu")
 	req, hasReq := d.Resources.Requests[k8sv1.ResourceCPU]
 	lim, hasLim := d.Resources.Limits[k8sv1.ResourceCPU]
-	if hasReq && req.Sign() < 0 {
+	// A request equal to the limit mirrors it (Default copies the limit into
+	// an unset request): its problems are reported on the limit only.
+	mirror := hasReq && hasLim && req.Cmp(lim) == 0
+	if hasReq && !mirror && req.Sign() < 0 {
 		errs = append(errs, field.Invalid(reqPath, req.String(), "must be greater than or equal to 0"))
 	}
 	if hasLim && lim.Sign() < 0 {
@@ -159,7 +169,7 @@ func validateCPU(vmi *v1.VirtualMachineInstance) field.ErrorList {
 	if hasReq && hasLim && lim.Sign() > 0 && req.Cmp(lim) > 0 {
 		errs = append(errs, field.Invalid(reqPath, req.String(), "must not be greater than "+limPath.String()+" "+lim.String()))
 	}
-	if hasReq && req.CmpInt64(MaxVCPUs) > 0 {
+	if hasReq && !mirror && req.CmpInt64(MaxVCPUs) > 0 {
 		errs = append(errs, field.Invalid(reqPath, req.String(), fmt.Sprintf("a VM cannot have more than %d vCPUs", MaxVCPUs)))
 	}
 	if hasLim && lim.CmpInt64(MaxVCPUs) > 0 {
@@ -178,7 +188,9 @@ func validateCPU(vmi *v1.VirtualMachineInstance) field.ErrorList {
 			errs = append(errs, field.Invalid(cpuPath.Child("sockets"), c.Sockets,
 				fmt.Sprintf("must not be greater than %s (%d)", cpuPath.Child("maxSockets"), c.MaxSockets)))
 		}
-		if n := vcpus(c.MaxSockets, c.Cores, c.Threads); n > MaxVCPUs {
+		// maxSockets is held to the limit only when the topology itself
+		// is within it (else the error above says it all).
+		if n := vcpus(c.MaxSockets, c.Cores, c.Threads); n > MaxVCPUs && vcpus(c.Sockets, c.Cores, c.Threads) <= MaxVCPUs {
 			errs = append(errs, field.Invalid(cpuPath.Child("maxSockets"), c.MaxSockets,
 				fmt.Sprintf("allows %d vCPUs: a VM cannot have more than %d", n, MaxVCPUs)))
 		}
@@ -236,7 +248,7 @@ func validateDedicatedCPUs(vmi *v1.VirtualMachineInstance) field.ErrorList {
 			memoryPath.Child("hugepages").String()+" or "+memoryPath.Child("guest").String()))
 	}
 	cpuReq, cpuLim := res.Requests.Cpu(), res.Limits.Cpu()
-	if cpuReq.Value() > 0 && cpuReq.Value()*1000 != cpuReq.MilliValue() {
+	if cpuReq.Value() > 0 && cpuReq.Value()*1000 != cpuReq.MilliValue() && cpuReq.Cmp(*cpuLim) != 0 {
 		errs = append(errs, field.Invalid(reqPath, cpuReq.String(), "must be a whole number of CPUs with dedicated CPUs"))
 	}
 	if cpuLim.Value() > 0 && cpuLim.Value()*1000 != cpuLim.MilliValue() {
