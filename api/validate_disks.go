@@ -2,6 +2,7 @@ package api
 
 import (
 	"fmt"
+	"math"
 	"regexp"
 
 	"k8s.io/apimachinery/pkg/util/validation"
@@ -95,8 +96,8 @@ func validateDisks(vmi *v1.VirtualMachineInstance) field.ErrorList {
 				errs = append(errs, field.Invalid(pp, d.Disk.PciAddress, "not a PCI address of the form 0000:00:00.0 (domain:bus:slot.function)"))
 			}
 		}
-		if d.BootOrder != nil && *d.BootOrder < bootOrderFirst {
-			errs = append(errs, field.Invalid(p.Child("bootOrder"), *d.BootOrder, "must be greater than 0"))
+		if d.BootOrder != nil {
+			errs = append(errs, checkBootOrder(p.Child("bootOrder"), *d.BootOrder)...)
 		}
 		if d.Serial != "" {
 			if !serialSyntax.MatchString(d.Serial) {
@@ -212,7 +213,8 @@ func validateDiskVolume(d *v1.Disk, p *field.Path, volumes map[string]*v1.Volume
 
 // validateBootOrder checks, as KubeVirt does, that no two devices (disks,
 // then interfaces) share a boot order and that interface boot orders are
-// above 0 (disk boot orders are checked with the disks).
+// above 0 (disk boot orders are checked with the disks); boot orders above
+// what libvirt reads (2^32-1) are this library's own check.
 func validateBootOrder(vmi *v1.VirtualMachineInstance) field.ErrorList {
 	var errs field.ErrorList
 	owner := map[uint]*field.Path{}
@@ -233,13 +235,27 @@ func validateBootOrder(vmi *v1.VirtualMachineInstance) field.ErrorList {
 			continue
 		}
 		p := ifacesPath.Index(i).Child("bootOrder")
-		if *iface.BootOrder < bootOrderFirst {
-			errs = append(errs, field.Invalid(p, *iface.BootOrder, "must be greater than 0"))
+		if e := checkBootOrder(p, *iface.BootOrder); e != nil {
+			errs = append(errs, e...)
 			continue
 		}
 		claim(*iface.BootOrder, p)
 	}
 	return errs
+}
+
+// maxBootOrder is the largest boot order libvirt reads (an unsigned int).
+const maxBootOrder = math.MaxUint32
+
+// checkBootOrder checks one boot order: from 1 to maxBootOrder.
+func checkBootOrder(p *field.Path, order uint) field.ErrorList {
+	switch {
+	case order < bootOrderFirst:
+		return field.ErrorList{field.Invalid(p, order, "must be greater than 0")}
+	case order > maxBootOrder:
+		return field.ErrorList{field.Invalid(p, order, "must be at most 4294967295, the largest boot order libvirt reads")}
+	}
+	return nil
 }
 
 // volumesByName indexes the volumes by name (the first of a name wins).
