@@ -90,6 +90,14 @@ func lockE2E(t testing.TB, excl bool) {
 // builds the test guest into the default image store.
 func newEnv(t testing.TB) *env {
 	t.Helper()
+	return newEnvWith(t, nil)
+}
+
+// newEnvWith is newEnv with the launcher's Config changed by edit (when
+// not nil) before launcher.New: another state folder or image store, a
+// logger...
+func newEnvWith(t testing.TB, edit func(*launcher.Config)) *env {
+	t.Helper()
 	if c, err := libvirt.NewConnect(testURI); err != nil {
 		skipOrFail(t, "libvirtd unreachable at %s: %v", testURI, err)
 	} else {
@@ -113,10 +121,15 @@ func newEnv(t testing.TB) *env {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = os.RemoveAll(stateDir) })
-	layout := convert.HostLayout{StateDir: stateDir, ImageStore: launcher.DefaultImageStore}
+	cfg := launcher.Config{URI: testURI, Emulate: true,
+		Layout: convert.HostLayout{StateDir: stateDir, ImageStore: launcher.DefaultImageStore}}
+	if edit != nil {
+		edit(&cfg)
+	}
+	layout := cfg.Layout
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	l, err := launcher.New(ctx, launcher.Config{URI: testURI, Emulate: true, Layout: layout})
+	l, err := launcher.New(ctx, cfg)
 	if err != nil {
 		t.Fatalf("launcher.New: %v", err)
 	}
