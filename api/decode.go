@@ -111,6 +111,8 @@ func decode(data []byte) (*v1.VirtualMachineInstance, string, error) {
 // kubevirt.io/cluster-preference-name), so that nothing the VM said is lost.
 // The run strategy, data volume templates and volume update strategy only
 // concern the cluster's handling of the VM and have no VMI counterpart.
+// Like KubeVirt's VM controller, it gives a template without a firmware UUID
+// the one derived from the VM's name (VMFirmwareUUID).
 func vmFromVM(vm *v1.VirtualMachine) (*v1.VirtualMachineInstance, error) {
 	tpl := vm.Spec.Template
 	if tpl == nil {
@@ -138,6 +140,15 @@ func vmFromVM(vm *v1.VirtualMachine) (*v1.VirtualMachineInstance, error) {
 			annotations[key] = pref.Name
 		}
 	}
+	spec := tpl.Spec
+	if spec.Domain.Firmware == nil || spec.Domain.Firmware.UUID == "" {
+		fw := v1.Firmware{}
+		if spec.Domain.Firmware != nil {
+			fw = *spec.Domain.Firmware.DeepCopy()
+		}
+		fw.UUID = VMFirmwareUUID(vm.Name)
+		spec.Domain.Firmware = &fw
+	}
 	return &v1.VirtualMachineInstance{
 		TypeMeta: metav1.TypeMeta{APIVersion: APIVersion, Kind: KindVMI},
 		ObjectMeta: metav1.ObjectMeta{
@@ -146,7 +157,7 @@ func vmFromVM(vm *v1.VirtualMachine) (*v1.VirtualMachineInstance, error) {
 			Labels:      tpl.ObjectMeta.Labels,
 			Annotations: annotations,
 		},
-		Spec: tpl.Spec,
+		Spec: spec,
 	}, nil
 }
 
@@ -267,7 +278,10 @@ func yamlMessage(err error, data []byte) string {
 // the first content and at the very end.
 func checkSingleDocument(data []byte) error {
 	content, ended := false, false
-	for len(data) > 0 {
+	several := func(n int) error {
+		return docError(fmt.Sprintf("several YAML documents (the second starts on line %d): expected exactly one VirtualMachineInstance or VirtualMachine", n))
+	}
+	for n := 1; len(data) > 0; n++ {
 		line := data
 		if i := bytes.IndexByte(data, '\n'); i >= 0 {
 			line, data = data[:i], data[i+1:]
@@ -286,7 +300,7 @@ func checkSingleDocument(data []byte) error {
 			}
 			// "--- value" starts a document with content on the marker line.
 			if ended {
-				return docError("several YAML documents: expected exactly one VirtualMachineInstance or VirtualMachine")
+				return several(n)
 			}
 			content = true
 			continue
@@ -296,7 +310,7 @@ func checkSingleDocument(data []byte) error {
 			continue
 		}
 		if ended {
-			return docError("several YAML documents: expected exactly one VirtualMachineInstance or VirtualMachine")
+			return several(n)
 		}
 		content = true
 	}
