@@ -24,6 +24,18 @@ func FirmwareUUID(namespace, name string) types.UID {
 	return types.UID(uuid.NewSHA1(firmwareUUIDSpace, []byte(namespace+"/"+name)).String())
 }
 
+// vmFirmwareUUIDSpace is the namespace UUID in which KubeVirt's VM controller
+// derives the firmware UUID of a VirtualMachine's VMI from the VM's name.
+var vmFirmwareUUIDSpace = uuid.MustParse("6a1a24a1-4061-4607-8bf4-a3963d0c5895")
+
+// VMFirmwareUUID is the firmware UUID KubeVirt gives the VMI of a
+// VirtualMachine whose template names none: the name-based (version 5,
+// SHA-1) UUID of the VM's name alone, so that a VM moved between KubeVirt and
+// this library keeps the SMBIOS UUID its guest has seen.
+func VMFirmwareUUID(name string) types.UID {
+	return types.UID(uuid.NewSHA1(vmFirmwareUUIDSpace, []byte(name)).String())
+}
+
 // defaultIdentity puts a VMI without namespace in "default" and gives it a
 // derived firmware UUID when it has none (before kubevirt.io/api's defaults
 // would pick a random one).
