@@ -26,7 +26,8 @@ func defaultPullPolicies(vmi *v1.VirtualMachineInstance, _ ClusterConfig) {
 
 // defaultVolumeDisks adds a disk (of no kind yet: it becomes a plain disk
 // on the default bus) for every volume that no disk and no filesystem
-// names, in the order of the volumes.
+// names, in the order of the volumes: one per name, none for a volume
+// without a name (Validate refuses it on its own path).
 func defaultVolumeDisks(vmi *v1.VirtualMachineInstance, _ ClusterConfig) {
 	devs := &vmi.Spec.Domain.Devices
 	used := make(map[string]struct{}, len(devs.Disks)+len(devs.Filesystems))
@@ -38,8 +39,9 @@ func defaultVolumeDisks(vmi *v1.VirtualMachineInstance, _ ClusterConfig) {
 	}
 	for i := range vmi.Spec.Volumes {
 		name := vmi.Spec.Volumes[i].Name
-		if _, ok := used[name]; !ok {
+		if _, ok := used[name]; !ok && name != "" {
 			devs.Disks = append(devs.Disks, v1.Disk{Name: name})
+			used[name] = struct{}{}
 		}
 	}
 }
