@@ -75,6 +75,7 @@ func Convert(vmi *v1.VirtualMachineInstance, opts Options) (*libvirtxml.Domain, 
 		(*converter).watchdog,
 		(*converter).tpm,
 		(*converter).sound,
+		(*converter).rootComplex,
 	} {
 		if err := area(c, d); err != nil {
 			return nil, err
