@@ -22,6 +22,12 @@ const (
 	maxImageRef = 4096
 )
 
+// MaxDiskCapacity is the largest disk a VMI may ask to have created
+// (emptyDisk and hostDisk capacity): 1Pi, this library's own limit, so that
+// absurd sizes (2^63 bytes, 10Ei) are refused on their path instead of
+// failing in qemu-img on the host.
+const MaxDiskCapacity int64 = 1 << 50
+
 // reservedContainerPaths are the prefixes KubeVirt keeps for itself in the
 // launcher pod.
 var reservedContainerPaths = []string{"/var/run/kubevirt", "/var/run/libvirt"}
@@ -53,7 +59,8 @@ func volumeSources(v *v1.Volume) int {
 // documents), names of PVCs, DataVolumes, ConfigMaps, Secrets and service
 // accounts that are DNS-1123 subdomains (they become file names on a host),
 // a containerDisk image without spaces or control characters, absolute and
-// clean hostDisk paths (no ".."), and an emptyDisk capacity above zero.
+// clean hostDisk paths (no ".."), and emptyDisk and hostDisk capacities
+// above zero and at most MaxDiskCapacity.
 // Utility volumes, which KubeVirt only hotplugs, are refused at creation.
 func validateVolumes(vmi *v1.VirtualMachineInstance) field.ErrorList {
 	var errs field.ErrorList
@@ -163,8 +170,11 @@ func validateVolumeSource(v *v1.Volume, p *field.Path, hasDisk, hasFilesystem bo
 			errs = append(errs, field.Required(sp, "a configMap or a secret holding the answer file"))
 		}
 	case v.EmptyDisk != nil:
-		if v.EmptyDisk.Capacity.Sign() <= 0 {
-			errs = append(errs, field.Invalid(p.Child("emptyDisk", "capacity"), v.EmptyDisk.Capacity.String(), "must be greater than 0"))
+		switch c := v.EmptyDisk.Capacity; {
+		case c.Sign() <= 0:
+			errs = append(errs, field.Invalid(p.Child("emptyDisk", "capacity"), c.String(), "must be greater than 0"))
+		case c.CmpInt64(MaxDiskCapacity) > 0:
+			errs = append(errs, field.Invalid(p.Child("emptyDisk", "capacity"), c.String(), "must not be more than 1Pi"))
 		}
 	case v.HostDisk != nil:
 		errs = append(errs, validateHostDisk(v.HostDisk, p.Child("hostDisk"))...)
@@ -203,6 +213,9 @@ func validateHostDisk(hd *v1.HostDisk, p *field.Path) field.ErrorList {
 	}
 	if hd.Type == v1.HostDiskExistsOrCreate && hd.Capacity.Sign() < 0 {
 		errs = append(errs, field.Invalid(p.Child("capacity"), hd.Capacity.String(), "must not be negative"))
+	}
+	if hd.Type == v1.HostDiskExistsOrCreate && hd.Capacity.CmpInt64(MaxDiskCapacity) > 0 {
+		errs = append(errs, field.Invalid(p.Child("capacity"), hd.Capacity.String(), "must not be more than 1Pi"))
 	}
 	return errs
 }
