@@ -2,6 +2,7 @@ package convert
 
 import (
 	"k8s.io/apimachinery/pkg/util/validation/field"
+	v1 "kubevirt.io/api/core/v1"
 	"libvirt.org/go/libvirtxml"
 )
 
@@ -13,7 +14,10 @@ import (
 // subdomain, hostname) give the guest nothing to see and are accepted.
 // Fields that would change the virtual machine or what KubeVirt does with it,
 // and that this library cannot do without a cluster, are refused here;
-// every other field is honoured or refused by the area that owns it.
+// every other field is honoured or refused by the area that owns it. So is
+// the kubevirt.io/ignitiondata annotation, which KubeVirt's converter turns
+// into a QEMU command line argument naming a file virt-launcher writes (and
+// its admission refuses unless the ExperimentalIgnitionSupport gate is on).
 func (c *converter) unsupported(*libvirtxml.Domain) error {
 	s := c.spec
 	refusals := []struct {
@@ -28,6 +32,8 @@ func (c *converter) unsupported(*libvirtxml.Domain) error {
 		{len(s.UtilityVolumes) > 0, specPath.Child("utilityVolumes"), "utility volumes need a cluster"},
 		{s.Domain.LaunchSecurity != nil, domainPath.Child("launchSecurity"), "confidential computing (SEV, TDX, Secure Execution) is not converted"},
 		{len(s.Domain.Devices.Filesystems) > 0, devicesPath.Child("filesystems"), "virtiofs filesystems need virtiofsd, which the converter does not set up"},
+		{c.vmi.Annotations[v1.IgnitionAnnotation] != "", field.NewPath("metadata", "annotations").Key(v1.IgnitionAnnotation),
+			"Ignition data reaches the guest through a file KubeVirt writes and passes with -fw_cfg (feature gate ExperimentalIgnitionSupport); the converter does not"},
 	}
 	for _, r := range refusals {
 		if r.set {
