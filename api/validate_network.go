@@ -159,7 +159,9 @@ func validateBinding(iface *v1.Interface, p *field.Path, netw *v1.Network, hasNe
 			errs = append(errs, field.Forbidden(p.Child(d.name), "the "+d.name+" binding was discontinued in KubeVirt v1.3"))
 		}
 	}
-	n := 0
+	// A discontinued binding counts as the interface's binding here: its
+	// own error says what to change.
+	n := len(errs)
 	for _, set := range []bool{b.Bridge != nil, b.Masquerade != nil, b.SRIOV != nil, b.PasstBinding != nil, iface.Binding != nil} {
 		if set {
 			n++

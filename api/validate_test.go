@@ -397,7 +397,7 @@ func TestValidateNetwork(t *testing.T) {
 		{"slirp discontinued", func(v *v1.VirtualMachineInstance) {
 			iface(v).Bridge = nil
 			iface(v).DeprecatedSlirp = &v1.DeprecatedInterfaceSlirp{}
-		}, []string{forb + "spec.domain.devices.interfaces[0].slirp", inv + "spec.domain.devices.interfaces[0]"}},
+		}, []string{forb + "spec.domain.devices.interfaces[0].slirp"}}, // the discontinued binding is its only error
 		{"masquerade on multus", func(v *v1.VirtualMachineInstance) {
 			multus(v, "m", false)
 			v.Spec.Domain.Devices.Interfaces[1].InterfaceBindingMethod = v1.InterfaceBindingMethod{Masquerade: &v1.InterfaceMasquerade{}}
