@@ -30,8 +30,11 @@ func validateFirmware(vmi *v1.VirtualMachineInstance) field.ErrorList {
 				errs = append(errs, field.Invalid(firmwarePath.Child("bootloader"), "efi and bios", "EFI and BIOS are mutually exclusive"))
 			}
 			if bl.EFI != nil && (bl.EFI.SecureBoot == nil || *bl.EFI.SecureBoot) && !enabled(featuresSMM(d)) && !tdx {
-				errs = append(errs, field.Invalid(firmwarePath.Child("bootloader", "efi", "secureBoot"), true,
-					"secure boot needs SMM, which "+featuresPath.Child("smm").String()+" disables"))
+				why := "secure boot needs SMM, which " + featuresPath.Child("smm").String() + " disables"
+				if featuresSMM(d) == nil {
+					why = "secure boot needs SMM: set " + featuresPath.Child("smm").String() + ": {} (or secureBoot: false)"
+				}
+				errs = append(errs, field.Invalid(firmwarePath.Child("bootloader", "efi", "secureBoot"), true, why))
 			}
 		}
 		if kb := fw.KernelBoot; kb != nil {
