@@ -265,13 +265,23 @@ func (l *Launcher) SoftReboot(ctx context.Context, vmi *v1.VirtualMachineInstanc
 // removes the VMI's artifacts and state folder. The VMI is no longer
 // managed; Watch delivers a last event with Deleted set. Deleting a VMI
 // that has no domain removes its artifacts all the same.
+//
+// Delete and Sync of a VMI take turns: a Sync under way finishes first,
+// and a Sync that was called before Delete but had not begun its work
+// returns ErrDeleted and makes nothing. Either way nothing of the VMI is
+// left when Delete returns.
 func (l *Launcher) Delete(ctx context.Context, vmi *v1.VirtualMachineInstance) error {
 	rec, v := l.managed(vmi)
+	name := convert.DomainName(v)
+	l.countDelete(name)
 	if rec != nil {
 		rec.syncMu.Lock()
-		defer rec.syncMu.Unlock()
+	} else {
+		// Not managed (yet): take the record a Sync starting now would
+		// use, so the two take turns.
+		rec = l.lockRecord(v)
 	}
-	name := convert.DomainName(v)
+	defer rec.syncMu.Unlock()
 	err := l.onDomain(ctx, name, func(dom *libvirt.Domain) error {
 		if err := dom.DestroyFlags(libvirt.DOMAIN_DESTROY_DEFAULT); err != nil && !isNotRunning(err) && !isNoDomain(err) {
 			return wrapErr(err, "destroy domain %s", name)
@@ -286,17 +296,7 @@ func (l *Launcher) Delete(ctx context.Context, vmi *v1.VirtualMachineInstance) e
 	if err != nil && !errors.Is(err, ErrNoDomain) {
 		return err
 	}
-	if rec != nil {
-		rec.mu.Lock()
-		rec.deleted = true
-		l.broadcast(rec.event(time.Time{}))
-		rec.mu.Unlock()
-		l.vmisMu.Lock()
-		if l.vmis[name] == rec {
-			delete(l.vmis, name)
-		}
-		l.vmisMu.Unlock()
-	}
+	l.forget(rec)
 	if err := removeArtifacts(v, l.cfg.Layout); err != nil {
 		return wrapErr(err, "remove artifacts of %s/%s", v.Namespace, v.Name)
 	}

@@ -16,6 +16,11 @@ var ErrClosed = errors.New("launcher: closed")
 // never synced, or it was deleted).
 var ErrNoDomain = errors.New("launcher: the VMI has no domain")
 
+// ErrDeleted is returned by a Sync that Delete overtook: Delete of the same
+// VMI was called while the Sync was under way and ran first, so the Sync
+// made nothing.
+var ErrDeleted = errors.New("launcher: the VMI was deleted while Sync ran")
+
 // InvalidError is returned by Sync for a VMI that api.Validate refuses. It
 // unwraps to each *field.Error, so errors.As finds them.
 type InvalidError struct {

@@ -41,6 +41,10 @@ type Launcher struct {
 
 	vmisMu sync.Mutex
 	vmis   map[string]*record // by domain name
+	// deletes counts the Deletes begun, by domain name, so that a Sync
+	// that Delete overtook makes nothing (see Sync). Guarded by vmisMu;
+	// one small entry per name ever deleted.
+	deletes map[string]uint64
 
 	events eventQueue
 

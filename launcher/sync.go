@@ -47,9 +47,16 @@ func (l *Launcher) Sync(ctx context.Context, vmi *v1.VirtualMachineInstance) err
 	if errs := api.Validate(v); len(errs) > 0 {
 		return &InvalidError{VMI: v.Namespace + "/" + v.Name, Errors: errs}
 	}
+	name := convert.DomainName(v)
+	deletes := l.deleteCount(name)
 	rec := l.lockRecord(v)
 	defer rec.syncMu.Unlock()
 	key := rec.key()
+	if l.deleteCount(name) != deletes {
+		// A Delete called while this Sync waited for the VMI ran first.
+		l.forget(rec)
+		return fmt.Errorf("%w: %s", ErrDeleted, key)
+	}
 
 	if err := prepareArtifacts(ctx, v, l.cfg.Layout, l.cfg.Sources); err != nil {
 		return wrapErr(err, "prepare host artifacts of %s", key)
@@ -58,7 +65,6 @@ func (l *Launcher) Sync(ctx context.Context, vmi *v1.VirtualMachineInstance) err
 	if err != nil {
 		return err
 	}
-	name := convert.DomainName(v)
 	for attempt := 0; ; attempt++ {
 		err = l.define(ctx, v, facts)
 		if err == nil {
@@ -139,6 +145,41 @@ func (l *Launcher) lockRecord(v *v1.VirtualMachineInstance) *record {
 		}
 		rec.syncMu.Unlock()
 	}
+}
+
+// deleteCount returns how many Deletes of the domain called name began.
+func (l *Launcher) deleteCount(name string) uint64 {
+	l.vmisMu.Lock()
+	defer l.vmisMu.Unlock()
+	return l.deletes[name]
+}
+
+// countDelete records that a Delete of the domain called name begins.
+func (l *Launcher) countDelete(name string) {
+	l.vmisMu.Lock()
+	defer l.vmisMu.Unlock()
+	if l.deletes == nil {
+		l.deletes = map[string]uint64{}
+	}
+	l.deletes[name]++
+}
+
+// forget retires rec, whose syncMu the caller holds: it is no longer
+// managed. Watch gets a last event with Deleted set when it had published
+// a status of the VMI.
+func (l *Launcher) forget(rec *record) {
+	rec.mu.Lock()
+	rec.deleted = true
+	if rec.published {
+		l.broadcast(rec.event(time.Time{}))
+	}
+	name := convert.DomainName(rec.vmi)
+	rec.mu.Unlock()
+	l.vmisMu.Lock()
+	if l.vmis[name] == rec {
+		delete(l.vmis, name)
+	}
+	l.vmisMu.Unlock()
 }
 
 // recordFor returns the record of v, making one for a VMI not managed yet
