@@ -10,6 +10,7 @@ import (
 	"strings"
 	"sync"
 
+	"k8s.io/apimachinery/pkg/util/validation/field"
 	v1 "kubevirt.io/api/core/v1"
 
 	"github.com/vmi2libvirt/vmi2libvirt/convert"
@@ -154,7 +155,7 @@ func (p *preparer) run(arts []convert.HostArtifact) error {
 			return err
 		}
 		if err := p.artifact(a); err != nil {
-			return err
+			return volumeError(a, err)
 		}
 	}
 	return nil
@@ -177,6 +178,16 @@ func (p *preparer) artifact(a convert.HostArtifact) error {
 		return p.configISO(a)
 	}
 	return fmt.Errorf("volume %s: artifact kind %q is not known to the launcher", a.Volume, a.Kind)
+}
+
+// volumeError names the volume in an error of the host (a full disk,
+// qemu-img failing...) that is not a field error already.
+func volumeError(a convert.HostArtifact, err error) error {
+	var fe *field.Error
+	if errors.As(err, &fe) || errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+		return err
+	}
+	return fmt.Errorf("%s (volume %s): %w", field.NewPath("spec", "volumes").Index(a.Index), a.Volume, err)
 }
 
 // stateFolders makes StateDir (0711 when missing) and the VMI's state
