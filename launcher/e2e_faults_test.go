@@ -2,9 +2,13 @@ package launcher_test
 
 import (
 	"context"
+	"crypto/sha256"
 	"errors"
+	"fmt"
+	"io/fs"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"syscall"
@@ -12,6 +16,7 @@ import (
 	"time"
 
 	k8sv1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/util/validation/field"
 	v1 "kubevirt.io/api/core/v1"
 	"libvirt.org/go/libvirt"
 
@@ -196,4 +201,276 @@ func TestE2EParallelSync(t *testing.T) {
 		}
 	}
 	t.Logf("all Running and Ready after %s", time.Since(start))
+}
+
+// TestE2EDeleteWhileStarting runs Sync in one goroutine and Delete in
+// another, Delete starting at points from "at once" to "while the domain
+// starts" (it waits for the state folder, the definition or the start):
+// Delete returns no error, Sync none either or ErrDeleted, and afterwards
+// there is no domain and no state folder, also a moment later. When Delete
+// starts after a delay only (strict false), the goroutine may not have
+// entered Sync yet — the calls have no order —, so a Sync that ran after
+// Delete may also have made the VMI, whole: domain and state folder both.
+func TestE2EDeleteWhileStarting(t *testing.T) {
+	e := newEnv(t)
+	triggers := []struct {
+		name   string
+		strict bool
+		wait   func(vmi *v1.VirtualMachineInstance)
+	}{
+		{"at-once", false, func(*v1.VirtualMachineInstance) {}},
+		{"after-1ms", false, func(*v1.VirtualMachineInstance) { time.Sleep(time.Millisecond) }},
+		{"after-20ms", false, func(*v1.VirtualMachineInstance) { time.Sleep(20 * time.Millisecond) }},
+		{"state-folder", true, func(vmi *v1.VirtualMachineInstance) {
+			waitUntil(func() bool { _, err := os.Stat(e.layout.StateFolder(vmi.DeepCopy())); return err == nil })
+		}},
+		{"defined", true, func(vmi *v1.VirtualMachineInstance) {
+			waitUntil(func() bool { return e.events.count(domainName(vmi), libvirt.DOMAIN_EVENT_DEFINED) > 0 })
+		}},
+		{"started", true, func(vmi *v1.VirtualMachineInstance) {
+			waitUntil(func() bool { return e.events.count(domainName(vmi), libvirt.DOMAIN_EVENT_STARTED) > 0 })
+		}},
+	}
+	for _, tr := range triggers {
+		t.Run(tr.name, func(t *testing.T) {
+			vmi := decodeVMI(t, fmt.Sprintf(vmiYAML, uniqueName("e2e-delstart-"+tr.name), 30, "", testguest.ActionIgnore,
+				"    memory:\n      guest: 128Mi\n", `      disks:
+      - {name: scratch, disk: {bus: virtio}}
+      - {name: ci, disk: {bus: virtio}}`, `  volumes:
+  - name: scratch
+    emptyDisk: {capacity: 16Mi}
+  - name: ci
+    cloudInitNoCloud: {userData: "#cloud-config\n"}`))
+			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+			defer cancel()
+			syncErr := make(chan error, 1)
+			go func() { syncErr <- e.l.Sync(ctx, vmi.DeepCopy()) }()
+			tr.wait(vmi)
+			delErr := e.l.Delete(ctx, vmi.DeepCopy())
+			serr := <-syncErr
+			if delErr != nil {
+				t.Errorf("Delete: %v", delErr)
+			}
+			if serr != nil && !errors.Is(serr, launcher.ErrDeleted) {
+				t.Errorf("Sync: %v; want no error or ErrDeleted", serr)
+			}
+			t.Logf("Sync returned %v", serr)
+			state := e.layout.StateFolder(vmi.DeepCopy())
+			if _, err := os.Stat(state); !tr.strict && serr == nil && err == nil && !lookupGone(t, e.conn, domainName(vmi)) {
+				t.Logf("Sync ran after Delete and made the VMI whole; deleting it again")
+				if err := e.l.Delete(ctx, vmi); err != nil {
+					t.Errorf("second Delete: %v", err)
+				}
+			}
+			for _, after := range []time.Duration{0, 500 * time.Millisecond} {
+				time.Sleep(after)
+				if !lookupGone(t, e.conn, domainName(vmi)) {
+					t.Errorf("%s after both returned: the domain exists", after)
+					_ = e.l.Delete(ctx, vmi)
+				}
+				if _, err := os.Stat(e.layout.StateFolder(vmi.DeepCopy())); !errors.Is(err, os.ErrNotExist) {
+					t.Errorf("%s after both returned: state folder: %v, want it gone", after, err)
+				}
+			}
+		})
+	}
+}
+
+// waitUntil polls ok every millisecond for up to a minute.
+func waitUntil(ok func() bool) {
+	for deadline := time.Now().Add(time.Minute); !ok() && time.Now().Before(deadline); {
+		time.Sleep(time.Millisecond)
+	}
+}
+
+// TestE2EFullDisk puts the state folders on a 2 MiB tmpfs. A VMI whose
+// cloud-init ISO cannot fit is refused with a clear error (no space left
+// on device, naming the file), leaving no state folder and no domain; a
+// VMI that ran, re-synced with user-data that no longer fits, fails the
+// same way and keeps its state folder and definition exactly as before.
+// An empty disk whose qcow2 metadata cannot fit fails cleanly too.
+func TestE2EFullDisk(t *testing.T) {
+	if os.Geteuid() != 0 {
+		skipOrFail(t, "mounting a tmpfs needs root")
+	}
+	if err := os.MkdirAll(testRoot, 0o711); err != nil {
+		t.Fatal(err)
+	}
+	mnt, err := os.MkdirTemp(testRoot, "full-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if out, err := exec.Command("mount", "-t", "tmpfs", "-o", "size=2m,mode=0711", "tmpfs", mnt).CombinedOutput(); err != nil {
+		skipOrFail(t, "mount tmpfs: %v: %s", err, out)
+	}
+	// Cleanups run last-in first-out: the launcher's (Deletes) before this.
+	t.Cleanup(func() {
+		if out, err := exec.Command("umount", mnt).CombinedOutput(); err != nil {
+			t.Errorf("umount %s: %v: %s", mnt, err, out)
+		}
+		_ = os.Remove(mnt)
+	})
+	secrets := t.TempDir()
+	big := filepath.Join(secrets, "big")
+	small := filepath.Join(secrets, "small")
+	for dir, size := range map[string]int{big: 3 << 20, small: 100} {
+		if err := os.Mkdir(dir, 0o700); err != nil {
+			t.Fatal(err)
+		}
+		data := "#cloud-config\n# " + strings.Repeat("x", size) + "\n"
+		if err := os.WriteFile(filepath.Join(dir, "userdata"), []byte(data), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	e := newEnvWith(t, func(c *launcher.Config) {
+		c.Layout.StateDir = mnt
+		c.Sources.Secrets = map[string]string{"big": big, "small": small}
+	})
+	ctx := context.Background()
+	mk := func(base, secret, extraDisk, extraVolume string) *v1.VirtualMachineInstance {
+		return decodeVMI(t, fmt.Sprintf(vmiYAML, uniqueName(base), 30, "  startStrategy: Paused\n", testguest.ActionACPI,
+			"    memory:\n      guest: 128Mi\n", "      disks:\n      - {name: ci, disk: {bus: virtio}}"+extraDisk,
+			"  volumes:\n  - name: ci\n    cloudInitNoCloud: {secretRef: {name: "+secret+"}}"+extraVolume))
+	}
+	checkNothingLeft := func(vmi *v1.VirtualMachineInstance, err error, want string) {
+		t.Helper()
+		if err == nil {
+			t.Errorf("%s: Sync succeeded on a full disk", vmi.Name)
+			_ = e.l.Delete(ctx, vmi)
+			return
+		}
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("%s: %v; want an error saying %q", vmi.Name, err, want)
+		}
+		t.Logf("%s: %v", vmi.Name, err)
+		if strings.Contains(err.Error(), "xxxxxxxx") {
+			t.Errorf("%s: the error shows user-data", vmi.Name)
+		}
+		if _, serr := os.Stat(e.layout.StateFolder(vmi.DeepCopy())); !errors.Is(serr, os.ErrNotExist) {
+			entries, _ := os.ReadDir(e.layout.StateFolder(vmi.DeepCopy()))
+			t.Errorf("%s: state folder left behind: %v", vmi.Name, entries)
+		}
+		if !lookupGone(t, e.conn, domainName(vmi)) {
+			t.Errorf("%s: a domain was left behind", vmi.Name)
+		}
+	}
+
+	// A new VMI whose ISO does not fit.
+	tooBig := mk("e2e-full-iso", "big", "", "")
+	checkNothingLeft(tooBig, e.l.Sync(ctx, tooBig), "no space left on device")
+
+	// A new VMI whose empty disk's qcow2 metadata does not fit (1 PiB:
+	// a 16 MiB L1 table).
+	hugeDisk := mk("e2e-full-qcow2", "small", "\n      - {name: scratch, disk: {bus: virtio}}",
+		"\n  - name: scratch\n    emptyDisk: {capacity: 1Pi}")
+	checkNothingLeft(hugeDisk, e.l.Sync(ctx, hugeDisk), "spec.volumes[1] (volume scratch)")
+
+	// A VMI that runs, re-synced with user-data that no longer fits.
+	vmi := mk("e2e-full-resync", "small", "", "")
+	e.sync(t, vmi)
+	state := e.layout.StateFolder(vmi.DeepCopy())
+	before := snapshotFolder(t, state)
+	defBefore := inactiveXML(t, e.conn, domainName(vmi))
+	data, err := os.ReadFile(filepath.Join(big, "userdata"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(small, "userdata"), data, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	err = e.l.Sync(ctx, vmi)
+	if err == nil || !strings.Contains(err.Error(), "no space left on device") {
+		t.Errorf("re-Sync with user-data that does not fit: %v; want no space left on device", err)
+	}
+	if after := snapshotFolder(t, state); after != before {
+		t.Errorf("state folder changed by the failed Sync:\nbefore:\n%s\nafter:\n%s", before, after)
+	}
+	if inactiveXML(t, e.conn, domainName(vmi)) != defBefore {
+		t.Errorf("the failed Sync changed the domain's definition")
+	}
+	if st, err := e.l.Status(ctx, vmi); err != nil || stateKey(st) != "Running/PausedByUser" {
+		t.Errorf("status after the failed re-Sync: %s, %v", stateKey(st), err)
+	}
+}
+
+// snapshotFolder lists the regular files under dir with their size, mode
+// and content hash (sockets and logs that libvirt writes are left out).
+func snapshotFolder(t *testing.T, dir string) string {
+	t.Helper()
+	var b strings.Builder
+	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if !d.Type().IsRegular() || strings.HasSuffix(p, ".log") {
+			return nil
+		}
+		st, err := os.Stat(p)
+		if err != nil {
+			return err
+		}
+		data, err := os.ReadFile(p)
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(&b, "%s %d %v %x\n", strings.TrimPrefix(p, dir), st.Size(), st.Mode(), sha256.Sum256(data))
+		return nil
+	})
+	if err != nil {
+		t.Fatalf("snapshot %s: %v", dir, err)
+	}
+	return b.String()
+}
+
+// TestE2EMissingImageStore: with HostLayout.ImageStore naming a folder
+// that does not exist, a VMI booting a kernel from the store and a VMI
+// with a containerDisk are refused with an error naming the field, and
+// leave no state folder, no domain, and no image store behind.
+func TestE2EMissingImageStore(t *testing.T) {
+	store := filepath.Join(testRoot, uniqueName("no-such-store"))
+	e := newEnvWith(t, func(c *launcher.Config) { c.Layout.ImageStore = store })
+	ctx := context.Background()
+	kernel := guestVMI(t, uniqueName("e2e-nostore-kernel"), 30, testguest.ActionACPI)
+	disk := decodeVMI(t, `apiVersion: kubevirt.io/v1
+kind: VirtualMachineInstance
+metadata: {name: `+uniqueName("e2e-nostore-disk")+`, namespace: `+testNamespace+`}
+spec:
+  domain:
+    memory: {guest: 128Mi}
+    devices:
+      disks:
+      - {name: ci, disk: {bus: virtio}}
+      - {name: root, disk: {bus: virtio}}
+  volumes:
+  - name: ci
+    cloudInitNoCloud: {userData: "#cloud-config\n"}
+  - name: root
+    containerDisk: {image: `+testguest.Ref+`}
+`)
+	for _, c := range []struct {
+		vmi  *v1.VirtualMachineInstance
+		path string
+	}{
+		{kernel, "spec.domain.firmware.kernelBoot.container.image"},
+		{disk, "spec.volumes[1].containerDisk.image"},
+	} {
+		err := e.l.Sync(ctx, c.vmi)
+		var fe *field.Error
+		if !errors.As(err, &fe) || fe.Field != c.path {
+			t.Errorf("%s: %v; want a field error on %s", c.vmi.Name, err, c.path)
+		} else if !strings.Contains(err.Error(), "image store") {
+			t.Errorf("%s: %v; want it to say the image store lacks the image", c.vmi.Name, err)
+		}
+		t.Logf("%s: %v", c.vmi.Name, err)
+		if _, serr := os.Stat(e.layout.StateFolder(c.vmi.DeepCopy())); !errors.Is(serr, os.ErrNotExist) {
+			t.Errorf("%s: state folder left behind (%v)", c.vmi.Name, serr)
+		}
+		if !lookupGone(t, e.conn, domainName(c.vmi)) {
+			t.Errorf("%s: a domain was left behind", c.vmi.Name)
+			_ = e.l.Delete(ctx, c.vmi)
+		}
+	}
+	if _, err := os.Stat(store); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("the image store %s was created: %v", store, err)
+	}
 }
