@@ -8,6 +8,7 @@ package launcher_test
 import (
 	"bytes"
 	"context"
+	"encoding/xml"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -231,4 +232,147 @@ func lookupGone(t *testing.T, c *libvirt.Connect, name string) bool {
 		t.Errorf("lookup %s: %v", name, err)
 	}
 	return true
+}
+
+// TestE2EHostilePaths syncs VMIs whose paths try to leave their folders
+// (".." in a containerDisk path, kernel path or image reference; absolute
+// paths; a hostDisk outside HostLayout.HostDiskAllow, which names one
+// folder here) and VMIs whose paths look odd but stay inside. A refused
+// VMI gets an error naming a field path and leaves no state folder, no
+// domain and no file anywhere; an accepted one gets a domain whose every
+// path, as libvirt keeps it, is in its state folder, the image store, or
+// the allowed hostDisk folder.
+func TestE2EHostilePaths(t *testing.T) {
+	allowed := filepath.Join(testRoot, uniqueName("hostdisks"))
+	if err := os.MkdirAll(allowed, 0o711); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = os.RemoveAll(allowed) })
+	e := newEnvWith(t, func(c *launcher.Config) { c.Layout.HostDiskAllow = []string{allowed} })
+	ctx := context.Background()
+	// The test guest's image holds boot/vmlinuz: a file to point paths at.
+	cases := []struct {
+		name, disk, volume string
+		field              string // "" when the VMI is accepted
+	}{
+		{"cd-dotdot", "root", "containerDisk: {image: " + testguest.Ref + ", path: ../../../../etc/shadow}", "spec.volumes[0].containerDisk.path"},
+		{"cd-abs-inside", "root", "containerDisk: {image: " + testguest.Ref + ", path: /boot/vmlinuz}", ""},
+		{"cd-dots", "root", "containerDisk: {image: " + testguest.Ref + ", path: ./boot/./vmlinuz}", "spec.volumes[0].containerDisk.path"},
+		{"cd-image-escaped", "root", "containerDisk: {image: \"%2E%2E%2F%2E%2E\"}", "spec.volumes[0].containerDisk.image"},
+		{"cd-image-dotdot", "root", "containerDisk: {image: ../../../etc}", "spec.volumes[0].containerDisk.image"},
+		{"cd-image-abs", "root", "containerDisk: {image: /etc/shadow}", "spec.volumes[0].containerDisk.image"},
+		{"hostdisk-outside", "root", "hostDisk: {path: /etc/shadow, type: Disk}", "spec.volumes[0].hostDisk.path"},
+		{"hostdisk-create-outside", "root", "hostDisk: {path: /var/tmp/" + uniqueName("evil") + ".img, type: DiskOrCreate, capacity: 1Mi}", "spec.volumes[0].hostDisk.path"},
+		{"hostdisk-dotdot", "root", "hostDisk: {path: " + allowed + "/../../../etc/shadow, type: Disk}", "spec.volumes[0].hostDisk.path"},
+		{"hostdisk-allowed", "root", "hostDisk: {path: " + allowed + "/disk.img, type: DiskOrCreate, capacity: 1Mi}", ""},
+		{"volume-name-dotdot", "..", "emptyDisk: {capacity: 1Mi}", "spec."},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			vmi := decodeVMI(t, fmt.Sprintf(vmiYAML, uniqueName("e2e-path-"+c.name), 30, "  startStrategy: Paused\n", testguest.ActionACPI,
+				"    memory:\n      guest: 128Mi\n",
+				"      disks:\n      - {name: \""+c.disk+"\", disk: {bus: virtio}}",
+				"  volumes:\n  - name: \""+c.disk+"\"\n    "+c.volume))
+			before := treeOf(t, testRoot)
+			err := e.l.Sync(ctx, vmi)
+			state := e.layout.StateFolder(vmi.DeepCopy())
+			if c.field != "" {
+				var fe *field.Error
+				if !errors.As(err, &fe) || !strings.HasPrefix(fe.Field, c.field) {
+					t.Errorf("Sync: %v; want a field error on %s", err, c.field)
+				}
+				t.Logf("refused: %v", err)
+				if _, serr := os.Stat(state); !errors.Is(serr, fs.ErrNotExist) {
+					t.Errorf("state folder left behind (%v)", serr)
+				}
+				if !lookupGone(t, e.conn, domainName(vmi)) {
+					t.Errorf("a domain was left behind")
+					_ = e.l.Delete(ctx, vmi)
+				}
+				if after := treeOf(t, testRoot); after != before {
+					t.Errorf("files changed under %s:\nbefore:\n%s\nafter:\n%s", testRoot, before, after)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatalf("Sync: %v", err)
+			}
+			t.Cleanup(func() { _ = e.l.Delete(ctx, vmi) })
+			raw := inactiveXML(t, e.conn, domainName(vmi))
+			paths := xmlPaths(t, raw)
+			if len(paths) < 4 {
+				t.Errorf("only %d paths in the domain: %v", len(paths), paths)
+			}
+			for _, p := range paths {
+				ok := false
+				for _, dir := range []string{state, e.layout.ImageStore, allowed} {
+					if rel, err := filepath.Rel(dir, p); err == nil && rel != ".." && !strings.HasPrefix(rel, "../") {
+						ok = true
+					}
+				}
+				if !ok {
+					t.Errorf("domain path %s is outside the state folder, the image store and %s", p, allowed)
+				}
+			}
+		})
+	}
+	if _, err := os.Stat("/var/tmp/" + uniqueName("evil") + ".img"); err == nil {
+		t.Errorf("a hostDisk outside the allowed folder was created")
+		_ = os.Remove("/var/tmp/" + uniqueName("evil") + ".img")
+	}
+}
+
+// treeOf lists the paths under dir.
+func treeOf(t *testing.T, dir string) string {
+	t.Helper()
+	var b strings.Builder
+	_ = filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+		if err == nil {
+			b.WriteString(p + "\n")
+		}
+		return nil
+	})
+	return b.String()
+}
+
+// xmlPaths returns every value in a domain's XML that names a host file:
+// the attributes file, path, dev (of a <source>), socket and dir, and the
+// text of <kernel>, <initrd>, <loader> and <nvram>.
+func xmlPaths(t *testing.T, raw string) []string {
+	t.Helper()
+	var out []string
+	dec := xml.NewDecoder(strings.NewReader(raw))
+	var stack []string
+	for {
+		tok, err := dec.Token()
+		if err != nil {
+			break
+		}
+		switch tt := tok.(type) {
+		case xml.StartElement:
+			stack = append(stack, tt.Name.Local)
+			for _, a := range tt.Attr {
+				switch a.Name.Local {
+				case "file", "path", "socket", "dir":
+					out = append(out, a.Value)
+				case "dev":
+					if tt.Name.Local == "source" {
+						out = append(out, a.Value)
+					}
+				}
+			}
+		case xml.EndElement:
+			stack = stack[:len(stack)-1]
+		case xml.CharData:
+			if n := len(stack); n > 0 {
+				switch stack[n-1] {
+				case "kernel", "initrd", "loader", "nvram":
+					if s := strings.TrimSpace(string(tt)); s != "" {
+						out = append(out, s)
+					}
+				}
+			}
+		}
+	}
+	return out
 }
