@@ -101,6 +101,11 @@ func decode(data []byte) (*v1.VirtualMachineInstance, string, error) {
 	return vmi, kind, nil
 }
 
+// VMDefaultInputName names the input KubeVirt's VM controller adds to the
+// VMI of a VirtualMachine whose template has autoattachInputDevice true and
+// no input.
+const VMDefaultInputName = "default-0"
+
 // vmFromVM returns the VMI a VirtualMachine's template makes.
 //
 // Instance types and preferences name cluster objects that cannot be read
@@ -112,7 +117,10 @@ func decode(data []byte) (*v1.VirtualMachineInstance, string, error) {
 // The run strategy, data volume templates and volume update strategy only
 // concern the cluster's handling of the VM and have no VMI counterpart.
 // Like KubeVirt's VM controller, it gives a template without a firmware UUID
-// the one derived from the VM's name (VMFirmwareUUID).
+// the one derived from the VM's name (VMFirmwareUUID), and a template with
+// autoattachInputDevice true and no input the input VMDefaultInputName
+// (which the converter makes a USB tablet). A bare VMI gets neither: in
+// KubeVirt only the VM controller acts on autoattachInputDevice.
 func vmFromVM(vm *v1.VirtualMachine) (*v1.VirtualMachineInstance, error) {
 	tpl := vm.Spec.Template
 	if tpl == nil {
@@ -148,6 +156,9 @@ func vmFromVM(vm *v1.VirtualMachine) (*v1.VirtualMachineInstance, error) {
 		}
 		fw.UUID = VMFirmwareUUID(vm.Name)
 		spec.Domain.Firmware = &fw
+	}
+	if a := spec.Domain.Devices.AutoattachInputDevice; a != nil && *a && len(spec.Domain.Devices.Inputs) == 0 {
+		spec.Domain.Devices.Inputs = []v1.Input{{Name: VMDefaultInputName}}
 	}
 	return &v1.VirtualMachineInstance{
 		TypeMeta: metav1.TypeMeta{APIVersion: APIVersion, Kind: KindVMI},

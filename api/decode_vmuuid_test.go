@@ -1,6 +1,9 @@
 package api
 
-import "testing"
+import (
+	"strings"
+	"testing"
+)
 
 // TestVMFirmwareUUID checks that a VirtualMachine's VMI gets the firmware
 // UUID KubeVirt's VM controller gives it. The expected UUIDs were produced by
@@ -40,5 +43,34 @@ func TestVMFirmwareUUID(t *testing.T) {
 	}
 	if vmi.Spec.Domain.Firmware != nil {
 		t.Errorf("a bare VMI got a firmware from Decode: %+v", vmi.Spec.Domain.Firmware)
+	}
+}
+
+// TestVMAutoattachInput checks that a VirtualMachine's template with
+// autoattachInputDevice and no input gets KubeVirt's VM controller input
+// "default-0", and that a bare VMI or a template with inputs does not
+// (checked against KubeVirt's code at d923fdb815).
+func TestVMAutoattachInput(t *testing.T) {
+	const vm = "apiVersion: kubevirt.io/v1\nkind: VirtualMachine\nmetadata: {name: a}\nspec:\n  template:\n    spec:\n      domain:\n        devices:\n          autoattachInputDevice: true\n"
+	const vmi = "apiVersion: kubevirt.io/v1\nkind: VirtualMachineInstance\nmetadata: {name: a}\nspec:\n  domain:\n    devices:\n      autoattachInputDevice: true\n"
+	for _, tc := range []struct {
+		name, doc string
+		want      []string
+	}{
+		{"vm", vm, []string{VMDefaultInputName}},
+		{"vm with input", vm + "          inputs: [{name: mine, type: tablet, bus: virtio}]\n", []string{"mine"}},
+		{"bare vmi", vmi, nil},
+	} {
+		got, err := Decode([]byte(tc.doc))
+		if err != nil {
+			t.Fatalf("%s: %v", tc.name, err)
+		}
+		var names []string
+		for _, in := range got.Spec.Domain.Devices.Inputs {
+			names = append(names, in.Name)
+		}
+		if strings.Join(names, ",") != strings.Join(tc.want, ",") {
+			t.Errorf("%s: inputs %v, want %v", tc.name, names, tc.want)
+		}
 	}
 }

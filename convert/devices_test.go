@@ -49,8 +49,19 @@ func TestDeviceAreas(t *testing.T) {
 			want: `<input type="tablet" bus="virtio" model="virtio"><alias name="ua-t"></alias></input>`,
 		},
 		{
-			name: "autoattachInputDevice adds a usb tablet",
+			// KubeVirt's converter ignores the switch (its VM controller
+			// acts on it; api.Decode does that for VirtualMachines), and so
+			// does this one (checked against KubeVirt's code).
+			name: "autoattachInputDevice adds nothing to a VMI",
 			edit: func(v *v1.VirtualMachineInstance) { v.Spec.Domain.Devices.AutoattachInputDevice = devPtr(true) },
+			area: (*converter).inputs,
+			get:  func(l *libvirtxml.DomainDeviceList) any { return l.Inputs },
+			want: ``,
+		},
+		{
+			// The input api.Decode adds for a VM: only a name, a USB tablet.
+			name: "an input with only a name is a usb tablet",
+			edit: func(v *v1.VirtualMachineInstance) { v.Spec.Domain.Devices.Inputs = []v1.Input{{Name: "default-0"}} },
 			area: (*converter).inputs,
 			get:  func(l *libvirtxml.DomainDeviceList) any { return l.Inputs },
 			want: `<input type="tablet" bus="usb"><alias name="ua-default-0"></alias></input>`,

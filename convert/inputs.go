@@ -10,23 +10,16 @@ import (
 	"libvirt.org/go/libvirtxml"
 )
 
-// defaultInputName names the tablet that autoattachInputDevice adds, as
-// KubeVirt's VM controller names it.
-const defaultInputName = "default-0"
-
 // inputs adds spec.domain.devices.inputs: tablets on the USB (the default
-// bus) or virtio bus, alias ua-<name>. When autoattachInputDevice is true
-// and the VMI has no input, a USB tablet "default-0" is added, as KubeVirt
-// does. USB redirection (spec.domain.devices.clientPassthrough) adds
+// bus) or virtio bus, alias ua-<name>. autoattachInputDevice adds nothing
+// here: as in KubeVirt, where only the VM controller acts on it, a
+// VirtualMachine's template gets its input from api.Decode and a bare VMI
+// gets none (checked against KubeVirt's code). USB redirection (spec.domain.devices.clientPassthrough) adds
 // KubeVirt's four redirection channels, and panic devices are added here
 // too: both are small devices that no other area owns.
 func (c *converter) inputs(d *libvirtxml.Domain) error {
 	devs := &c.spec.Domain.Devices
-	inputs := devs.Inputs
-	if len(inputs) == 0 && switchedOn(devs.AutoattachInputDevice) {
-		inputs = []v1.Input{{Name: defaultInputName, Type: v1.InputTypeTablet, Bus: v1.InputBusUSB}}
-	}
-	for i, in := range inputs {
+	for i, in := range devs.Inputs {
 		fp := devicesPath.Child("inputs").Index(i)
 		bus := in.Bus
 		switch bus {
@@ -107,9 +100,6 @@ func (c *converter) usesUSB() bool {
 		if in.Bus == "" || in.Bus == v1.InputBusUSB {
 			return true
 		}
-	}
-	if len(devs.Inputs) == 0 && switchedOn(devs.AutoattachInputDevice) {
-		return true
 	}
 	return devs.ClientPassthrough != nil
 }
