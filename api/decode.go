@@ -230,7 +230,10 @@ func toJSON(data []byte) ([]byte, error) {
 		if dec.Decode(&v) == nil {
 			rest := bytes.TrimSpace(trimmed[dec.InputOffset():])
 			if len(rest) > 0 && rest[0] != '#' {
-				return nil, docError("several JSON values: expected exactly one VirtualMachineInstance or VirtualMachine object")
+				// Where the second value starts, in data.
+				at := len(data) - len(rest) - (len(data) - len(bytes.TrimRight(data, " \t\r\n")))
+				return nil, docError(fmt.Sprintf("several JSON values (the second starts on line %d, byte %d): expected exactly one VirtualMachineInstance or VirtualMachine object",
+					bytes.Count(data[:at], []byte("\n"))+1, at))
 			}
 		}
 	}

@@ -25,7 +25,7 @@ func TestDecodeErrors(t *testing.T) {
 		{"scalar", "hello\n", "document is not an object: expected a VirtualMachineInstance or VirtualMachine"},
 		{"two documents", vmiHeader + "---\n" + vmiHeader, "several YAML documents (the second starts on line 6): expected exactly one VirtualMachineInstance or VirtualMachine"},
 		{"two documents after end marker", vmiHeader + "...\n" + vmiHeader, "several YAML documents (the second starts on line 6): expected exactly one VirtualMachineInstance or VirtualMachine"},
-		{"two json values", `{"kind":"VirtualMachineInstance"} {}`, "several JSON values: expected exactly one VirtualMachineInstance or VirtualMachine object"},
+		{"two json values", `{"kind":"VirtualMachineInstance"} {}`, "several JSON values (the second starts on line 1, byte 34): expected exactly one VirtualMachineInstance or VirtualMachine object"},
 		{"bad yaml", "a: b: c\n", "invalid YAML: mapping values are not allowed in this context"},
 		{"tab indentation", "a:\n\tb: c\n", "invalid YAML: line 2: found character that cannot start any token"},
 		{"duplicate yaml key", vmiHeader + "kind: VirtualMachineInstance\n", `invalid YAML: line 5: duplicate key "kind"`},
