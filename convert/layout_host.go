@@ -63,9 +63,9 @@ type HostLayout struct {
 	// path is under none of them is refused with a field error on
 	// spec.volumes[i].hostDisk.path; empty (the default) refuses every
 	// hostDisk, since a tenant's VMI could otherwise name any file of the
-	// host. Relative entries match nothing. The check is lexical: the
-	// embedder keeps symbolic links that lead out of these folders out of
-	// them.
+	// host. Relative entries match nothing. The check here is lexical (the
+	// converter never looks at files); the launcher also refuses a path
+	// that leads out of these folders through a symbolic link.
 	HostDiskAllow []string
 }
 

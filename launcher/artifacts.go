@@ -147,6 +147,9 @@ func (p *preparer) run(arts []convert.HostArtifact) error {
 	if err := p.checkKernelBoot(); err != nil {
 		return err
 	}
+	if err := p.checkHostDisks(); err != nil {
+		return err
+	}
 	if err := p.stateFolders(); err != nil {
 		return err
 	}

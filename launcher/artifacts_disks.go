@@ -238,3 +238,69 @@ func existingFile(path string) (bool, error) {
 	}
 	return false, err
 }
+
+// checkHostDisks refuses a hostDisk whose path leaves the folders of
+// HostLayout.HostDiskAllow once symbolic links are resolved: the
+// converter checks the path as written, this checks where it leads (for a
+// file still to be created, where its folder leads). A dangling symbolic
+// link is refused too. Block devices under /dev/ are left to the
+// lexical check: udev's links there (/dev/vg0/lv → ../dm-3) are the host's.
+func (p *preparer) checkHostDisks() error {
+	for i := range p.vmi.Spec.Volumes {
+		hd := p.vmi.Spec.Volumes[i].HostDisk
+		if hd == nil || strings.HasPrefix(filepath.Clean(hd.Path), "/dev/") {
+			continue
+		}
+		fp := field.NewPath("spec", "volumes").Index(i).Child("hostDisk", "path")
+		real, err := resolvePath(filepath.Clean(hd.Path))
+		if err != nil {
+			return field.Invalid(fp, hd.Path, err.Error())
+		}
+		if !underAllowed(real, p.layout.HostDiskAllow) {
+			return field.Invalid(fp, hd.Path, "leads to "+real+" through a symbolic link, outside the folders of HostLayout.HostDiskAllow")
+		}
+	}
+	return nil
+}
+
+// resolvePath resolves the symbolic links of p, an absolute clean path; of
+// a path that does not exist yet, those of its longest existing prefix.
+func resolvePath(p string) (string, error) {
+	suffix := ""
+	for cur := p; ; {
+		real, err := filepath.EvalSymlinks(cur)
+		if err == nil {
+			return filepath.Join(real, suffix), nil
+		}
+		if !errors.Is(err, fs.ErrNotExist) {
+			return "", err
+		}
+		if _, lerr := os.Lstat(cur); lerr == nil {
+			return "", fmt.Errorf("%s is a dangling symbolic link", cur)
+		}
+		parent := filepath.Dir(cur)
+		if parent == cur {
+			return p, nil
+		}
+		suffix = filepath.Join(filepath.Base(cur), suffix)
+		cur = parent
+	}
+}
+
+// underAllowed tells whether real lies under one of the absolute folders
+// allow lists, each with its own symbolic links resolved ("/" allows all).
+func underAllowed(real string, allow []string) bool {
+	for _, dir := range allow {
+		if !filepath.IsAbs(dir) {
+			continue
+		}
+		dir = filepath.Clean(dir)
+		if r, err := filepath.EvalSymlinks(dir); err == nil {
+			dir = r
+		}
+		if dir == "/" || strings.HasPrefix(real, dir+"/") {
+			return true
+		}
+	}
+	return false
+}
