@@ -3,6 +3,7 @@ package convert
 import (
 	"fmt"
 	"net"
+	"regexp"
 	"slices"
 	"strings"
 
@@ -13,6 +14,21 @@ import (
 
 // interfaceModels are the NIC models a VMI may ask for; virtio becomes the
 // converter's virtio model (transitional or not).
+// colonMAC is the MAC syntax of libvirt's schema: six colon-separated hex
+// octets, either case.
+var colonMAC = regexp.MustCompile(`^[0-9A-Fa-f]{2}(:[0-9A-Fa-f]{2}){5}$`)
+
+// libvirtMAC is the MAC address an interface is given: as written when
+// libvirt's schema takes it (KubeVirt passes it through unchanged, upper
+// case included), else the parsed address in libvirt's colon syntax
+// (KubeVirt would pass 02-00-… through too, which libvirt refuses).
+func libvirtMAC(written string, mac net.HardwareAddr) string {
+	if colonMAC.MatchString(written) {
+		return written
+	}
+	return mac.String()
+}
+
 var interfaceModels = []string{"e1000", "e1000e", "igb", "ne2k_pci", "pcnet", "rtl8139", v1.VirtIO}
 
 // maxNetworkQueues caps the queues of a multi-queue virtio NIC: the most a
@@ -147,7 +163,7 @@ func (c *converter) domainInterface(path *field.Path, iface *v1.Interface, netwo
 		if err != nil || len(mac) != 6 {
 			return nic, field.Invalid(path.Child("macAddress"), iface.MacAddress, "not a 6-byte MAC address such as de:ad:00:00:be:af")
 		}
-		nic.MAC = &libvirtxml.DomainInterfaceMAC{Address: mac.String()}
+		nic.MAC = &libvirtxml.DomainInterfaceMAC{Address: libvirtMAC(iface.MacAddress, mac)}
 	}
 	if iface.PciAddress != "" {
 		addr, err := parsePCIAddress(iface.PciAddress)
