@@ -2,8 +2,8 @@ package convert_test
 
 // Hostile strings and paths (issue 4, part 3): a tenant's VMI carries XML
 // specials, quotes, newlines, NUL, "..", absolute paths and 64 KiB values
-// in every string the pipeline passes on. Each must be refused with an
-// error naming a field path, or become XML that is well-formed and says
+// in 28 of the strings the pipeline passes on. Each must be refused with
+// an error naming a field path, or become XML that is well-formed and says
 // exactly what the VMI said; in the host layout no path of the domain or of
 // HostLayout.Artifacts may leave the VMI's state folder or the image store,
 // except a hostDisk under a folder of HostLayout.HostDiskAllow (or a claim
@@ -21,6 +21,7 @@ import (
 	"strings"
 	"testing"
 
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	v1 "kubevirt.io/api/core/v1"
 	"libvirt.org/go/libvirtxml"
@@ -213,6 +214,52 @@ var hostileFields = []hostileField{
 	}, get: func(d *libvirtxml.Domain, s string) (string, string) {
 		return d.Devices.Disks[0].Alias.Name, "ua-" + s
 	}},
+	{path: "cpu model", set: func(v *v1.VirtualMachineInstance, s string) { v.Spec.Domain.CPU = &v1.CPU{Model: s} },
+		get: func(d *libvirtxml.Domain, s string) (string, string) {
+			if s == "" {
+				return d.CPU.Mode, "host-model" // api.Default's model
+			}
+			if d.CPU == nil || d.CPU.Model == nil {
+				return d.CPU.Mode, s
+			}
+			return d.CPU.Model.Value, s
+		}, hostOnly: true},
+	{path: "cpu feature", set: func(v *v1.VirtualMachineInstance, s string) {
+		v.Spec.Domain.CPU = &v1.CPU{Model: "Haswell", Features: []v1.CPUFeature{{Name: s, Policy: "require"}}}
+	}, get: func(d *libvirtxml.Domain, s string) (string, string) {
+		for _, f := range d.CPU.Features {
+			if f.Policy == "require" {
+				return f.Name, s
+			}
+		}
+		return "<none>", s
+	}},
+	{path: "chassis serial", set: func(v *v1.VirtualMachineInstance, s string) { v.Spec.Domain.Chassis = &v1.Chassis{Serial: s} },
+		get: func(d *libvirtxml.Domain, s string) (string, string) {
+			for _, si := range d.SysInfo {
+				if si.SMBIOS != nil && si.SMBIOS.Chassis != nil {
+					for _, e := range si.SMBIOS.Chassis.Entry {
+						if e.Name == "serial" {
+							return e.Value, s
+						}
+					}
+				}
+			}
+			if s == "" {
+				return "", "" // no serial, no entry
+			}
+			return "<no chassis serial>", s
+		}},
+	{path: "chassis manufacturer", set: func(v *v1.VirtualMachineInstance, s string) { v.Spec.Domain.Chassis = &v1.Chassis{Manufacturer: s} }},
+	{path: "machine type", set: func(v *v1.VirtualMachineInstance, s string) { v.Spec.Domain.Machine = &v1.Machine{Type: s} },
+		get: func(d *libvirtxml.Domain, s string) (string, string) {
+			if s == "" {
+				return "", "" // the default machine
+			}
+			return d.OS.Type.Machine, s
+		}},
+	{path: "firmware uuid", set: func(v *v1.VirtualMachineInstance, s string) { v.Spec.Domain.Firmware.UUID = types.UID(s) }},
+	{path: "interface model", set: func(v *v1.VirtualMachineInstance, s string) { v.Spec.Domain.Devices.Interfaces[0].Model = s }},
 	{path: "hostname", set: func(v *v1.VirtualMachineInstance, s string) { v.Spec.Hostname = s }},
 	{path: "MAC address", set: func(v *v1.VirtualMachineInstance, s string) { v.Spec.Domain.Devices.Interfaces[0].MacAddress = s },
 		get: func(d *libvirtxml.Domain, s string) (string, string) {
