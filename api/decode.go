@@ -264,6 +264,10 @@ var yamlDuplicate = regexp.MustCompile(`line (\d+): key (".*?") already set in m
 // refers to itself, which names no line.
 var yamlSelfAlias = regexp.MustCompile(`^anchor '(.*)' value contains itself$`)
 
+// yamlNoPlace matches the YAML library's errors that concern no place in
+// the text (aliases, nesting depth).
+var yamlNoPlace = regexp.MustCompile(`^(anchor '|unknown anchor '|document contains excessive aliasing|exceeded max depth)`)
+
 // yamlMessage rewrites the YAML library's errors on data into one line,
 // e.g. `invalid YAML: line 5: duplicate key "kind"`.
 func yamlMessage(err error, data []byte) string {
@@ -281,6 +285,10 @@ func yamlMessage(err error, data []byte) string {
 		if i := bytes.Index(data, []byte("&"+m[1])); i >= 0 {
 			msg = fmt.Sprintf("line %d: %s", bytes.Count(data[:i], []byte("\n"))+1, msg)
 		}
+	} else if !strings.HasPrefix(msg, "line ") && !yamlNoPlace.MatchString(msg) {
+		// The YAML library leaves out the line of a syntax error on the
+		// first line (its line 0).
+		msg = "line 1: " + msg
 	}
 	msg = strings.ReplaceAll(msg, "\n  ", " ")
 	msg = strings.ReplaceAll(msg, "\n", " ")

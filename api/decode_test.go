@@ -26,7 +26,7 @@ func TestDecodeErrors(t *testing.T) {
 		{"two documents", vmiHeader + "---\n" + vmiHeader, "several YAML documents (the second starts on line 6): expected exactly one VirtualMachineInstance or VirtualMachine"},
 		{"two documents after end marker", vmiHeader + "...\n" + vmiHeader, "several YAML documents (the second starts on line 6): expected exactly one VirtualMachineInstance or VirtualMachine"},
 		{"two json values", `{"kind":"VirtualMachineInstance"} {}`, "several JSON values (the second starts on line 1, byte 34): expected exactly one VirtualMachineInstance or VirtualMachine object"},
-		{"bad yaml", "a: b: c\n", "invalid YAML: mapping values are not allowed in this context"},
+		{"bad yaml", "a: b: c\n", "invalid YAML: line 1: mapping values are not allowed in this context"},
 		{"tab indentation", "a:\n\tb: c\n", "invalid YAML: line 2: found character that cannot start any token"},
 		{"duplicate yaml key", vmiHeader + "kind: VirtualMachineInstance\n", `invalid YAML: line 5: duplicate key "kind"`},
 		{"duplicate nested yaml keys", vmiHeader + "spec:\n  domain:\n    cpu: {cores: 1, cores: 2}\n    cpu: {}\n", `invalid YAML: line 7: duplicate key "cores"; line 8: duplicate key "cpu"`},
