@@ -81,7 +81,7 @@ func validateMemory(vmi *v1.VirtualMachineInstance) field.ErrorList {
 		switch {
 		case m.MaxGuest.CmpInt64(MaxGuestMemory) > 0:
 			errs = append(errs, field.Invalid(maxPath, m.MaxGuest.String(), "must not be more than 16Ti"))
-		case m.Guest != nil && m.MaxGuest.Cmp(*m.Guest) < 0:
+		case m.Guest != nil && quantityLess(*m.MaxGuest, *m.Guest):
 			errs = append(errs, field.Invalid(maxPath, m.MaxGuest.String(), "must not be less than "+guestPath.String()+" "+m.Guest.String()))
 		}
 	}
@@ -281,4 +281,13 @@ func containsString(list []string, s string) bool {
 		}
 	}
 	return false
+}
+
+// quantityLess reports whether a < b without touching the quantities the
+// caller holds: Quantity.Cmp turns its receiver into the decimal form when
+// either side has it (such as "1.5Gi"), after which AsInt64 no longer reports
+// it exact and the converter, like KubeVirt, takes a byte less.
+func quantityLess(a, b resource.Quantity) bool {
+	a = a.DeepCopy()
+	return a.Cmp(b) < 0
 }
