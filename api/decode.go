@@ -8,6 +8,7 @@ import (
 	"reflect"
 	"regexp"
 	"strings"
+	"unicode"
 
 	yamlv2 "go.yaml.in/yaml/v2"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -260,13 +261,14 @@ func toJSON(data []byte) ([]byte, error) {
 // yamlDuplicate matches the YAML library's report of a duplicate key.
 var yamlDuplicate = regexp.MustCompile(`line (\d+): key (".*?") already set in map`)
 
-// yamlSelfAlias matches the YAML library's report of an anchor whose value
-// refers to itself, which names no line.
-var yamlSelfAlias = regexp.MustCompile(`^anchor '(.*)' value contains itself$`)
+// yamlAlias matches the YAML library's reports of an anchor whose value
+// refers to itself and of an alias to no anchor, which name no line.
+var yamlAlias = regexp.MustCompile(`^(?:anchor '(.*)' value contains itself|unknown anchor '(.*)' referenced)$`)
 
-// yamlNoPlace matches the YAML library's errors that concern no place in
-// the text (aliases, nesting depth).
-var yamlNoPlace = regexp.MustCompile(`^(anchor '|unknown anchor '|document contains excessive aliasing|exceeded max depth)`)
+// yamlSyntax matches the YAML scanner's and parser's syntax errors, which
+// carry the line of the problem except on the first line (their line 0).
+// Other errors (bad UTF-8, aliases, map keys, tags) name no place.
+var yamlSyntax = regexp.MustCompile(`^(did not find |found |could not find |block sequence entries are not allowed|mapping (keys|values) are not allowed|alias value must)`)
 
 // yamlMessage rewrites the YAML library's errors on data into one line,
 // e.g. `invalid YAML: line 5: duplicate key "kind"`.
@@ -281,14 +283,20 @@ func yamlMessage(err error, data []byte) string {
 		return "invalid YAML: " + strings.Join(lines, "; ")
 	}
 	msg = strings.TrimPrefix(msg, "yaml: ")
-	if m := yamlSelfAlias.FindStringSubmatch(msg); m != nil {
-		if i := bytes.Index(data, []byte("&"+m[1])); i >= 0 {
-			msg = fmt.Sprintf("line %d: %s", bytes.Count(data[:i], []byte("\n"))+1, msg)
-		}
-	} else if !strings.HasPrefix(msg, "line ") && !yamlNoPlace.MatchString(msg) {
-		// The YAML library leaves out the line of a syntax error on the
-		// first line (its line 0).
-		msg = "line 1: " + msg
+	// Where the problem is, when the library does not say.
+	at := -1
+	switch m := yamlAlias.FindStringSubmatch(msg); {
+	case m != nil && m[1] != "":
+		at = bytes.Index(data, []byte("&"+m[1]))
+	case m != nil:
+		at = bytes.Index(data, []byte("*"+m[2]))
+	case msg == "control characters are not allowed":
+		at = bytes.IndexFunc(data, func(r rune) bool { return unicode.IsControl(r) && r != '\t' && r != '\n' && r != '\r' })
+	case yamlSyntax.MatchString(msg):
+		at = 0
+	}
+	if at >= 0 {
+		msg = fmt.Sprintf("line %d: %s", bytes.Count(data[:at], []byte("\n"))+1, msg)
 	}
 	msg = strings.ReplaceAll(msg, "\n  ", " ")
 	msg = strings.ReplaceAll(msg, "\n", " ")
