@@ -265,6 +265,12 @@ var yamlDuplicate = regexp.MustCompile(`line (\d+): key (".*?") already set in m
 // refers to itself and of an alias to no anchor, which name no line.
 var yamlAlias = regexp.MustCompile(`^(?:anchor '(.*)' value contains itself|unknown anchor '(.*)' referenced)$`)
 
+// yamlTag matches the YAML library's reports of a value its tag does not
+// fit (`cannot decode !!str "x" as a !!int`, `!!binary value contains
+// invalid base64 data`); one of its groups is the tag, to look for in the
+// text.
+var yamlTag = regexp.MustCompile(`^(?:cannot decode !!\w+ .* as a (!!\w+)|(?:(!!binary) value contains invalid base64 data))$`)
+
 // yamlSyntax matches the YAML scanner's and parser's syntax errors, which
 // carry the line of the problem except on the first line (their line 0).
 // Other errors (bad UTF-8, aliases, map keys, tags) name no place.
@@ -290,6 +296,9 @@ func yamlMessage(err error, data []byte) string {
 		at = bytes.Index(data, []byte("&"+m[1]))
 	case m != nil:
 		at = bytes.Index(data, []byte("*"+m[2]))
+	case yamlTag.MatchString(msg):
+		m := yamlTag.FindStringSubmatch(msg)
+		at = bytes.Index(data, []byte(m[1]+m[2]))
 	case msg == "control characters are not allowed":
 		at = bytes.IndexFunc(data, func(r rune) bool { return unicode.IsControl(r) && r != '\t' && r != '\n' && r != '\r' })
 	case yamlSyntax.MatchString(msg):
