@@ -51,7 +51,8 @@ func fuzzOptions() []convert.Options {
 }
 
 // FuzzPipeline runs the whole pure pipeline (Run) on fuzzed documents with
-// both layouts and checks that it never panics or hangs, that every domain
+// both layouts and checks that it never panics or hangs, that every error
+// says where the problem is (namesPlace), that every domain
 // it makes survives domain.Unmarshal and domain.Marshal unchanged (same
 // bytes; domain.Diff empty against the converted domain, once the empty
 // sub-structs libvirtxml's Unmarshal fills in are given to it too — see
@@ -105,8 +106,8 @@ func FuzzPipeline(f *testing.F) {
 func checkPipeline(data []byte, opts convert.Options) error {
 	xml, err := Run(data, api.ClusterConfig{}, opts)
 	if err != nil {
-		if err.Error() == "" {
-			return fmt.Errorf("empty error message")
+		if !namesPlace(err.Error()) {
+			return fmt.Errorf("the error names no field path, line or byte: %v", err)
 		}
 		return nil
 	}
