@@ -35,6 +35,8 @@ const metadataNS = "https://github.com/vmi2libvirt/vmi2libvirt/launcher"
 // A VMI that api.Validate refuses is an *InvalidError (errors.As finds each
 // *field.Error); a VMI the converter cannot honour is refused with the
 // converter's *field.Error; libvirt's errors are wrapped as *libvirt.Error.
+// A Sync that a Delete of the same VMI overtook returns ErrDeleted (see
+// Delete).
 func (l *Launcher) Sync(ctx context.Context, vmi *v1.VirtualMachineInstance) error {
 	if vmi == nil {
 		return errors.New("launcher: Sync of a nil VMI")
