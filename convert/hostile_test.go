@@ -2,7 +2,7 @@ package convert_test
 
 // Hostile strings and paths (issue 4, part 3): a tenant's VMI carries XML
 // specials, quotes, newlines, NUL, "..", absolute paths and 64 KiB values
-// in 28 of the strings the pipeline passes on. Each must be refused with
+// in 27 of the strings the pipeline passes on. Each must be refused with
 // an error naming a field path, or become XML that is well-formed and says
 // exactly what the VMI said; in the host layout no path of the domain or of
 // HostLayout.Artifacts may leave the VMI's state folder or the image store,
