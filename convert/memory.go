@@ -75,8 +75,9 @@ func memoryBytes(q resource.Quantity, path *field.Path) (uint64, error) {
 }
 
 // memoryBacking writes <memoryBacking> as KubeVirt does: hugepages when the
-// VMI asks for them (with their page size, so that libvirt takes pages of
-// that size on any host, not only in a pod that mounts one size), shared
+// VMI asks for them (with their page size when Options.HugepageSize says so,
+// so that libvirt takes pages of that size on a host that mounts several
+// sizes, not only in a pod that mounts one), shared
 // access for a passt interface, and a memfd source whenever either is there
 // (hugepages only unless the kubevirt.io/memfd annotation is "false").
 func (c *converter) memoryBacking(d *libvirtxml.Domain) error {
@@ -92,7 +93,7 @@ func (c *converter) memoryBacking(d *libvirtxml.Domain) error {
 			return err
 		}
 		mb.MemoryHugePages = &libvirtxml.DomainMemoryHugepages{}
-		if page != 0 {
+		if page != 0 && c.opts.HugepageSize {
 			mb.MemoryHugePages.Hugepages = []libvirtxml.DomainMemoryHugepage{{Size: page, Unit: "KiB"}}
 		}
 	}

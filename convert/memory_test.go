@@ -60,7 +60,15 @@ func TestMemoryFromResources(t *testing.T) {
 func TestMemoryHugepages(t *testing.T) {
 	vmi := computeVMI(&v1.CPU{Cores: 2})
 	vmi.Spec.Domain.Memory.Hugepages = &v1.Hugepages{PageSize: "2Mi"}
+	// KubeVirt writes <hugepages/> without a size (compute/memory_backing.go).
 	d, _, err := runArea(t, vmi, nil, (*converter).memory, (*converter).cpu)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if mb := d.MemoryBacking; mb == nil || mb.MemoryHugePages == nil || len(mb.MemoryHugePages.Hugepages) != 0 {
+		t.Errorf("KubeVirt options: memoryBacking = %+v, want <hugepages/> without a size", mb)
+	}
+	d, _, err = runArea(t, vmi, func(o *Options) { o.HugepageSize = true }, (*converter).memory, (*converter).cpu)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -80,6 +88,6 @@ func TestMemoryHugepages(t *testing.T) {
 	}
 
 	vmi.Spec.Domain.Memory.Hugepages.PageSize = "3.5Ki"
-	_, _, err = runArea(t, vmi, nil, (*converter).memory)
+	_, _, err = runArea(t, vmi, func(o *Options) { o.HugepageSize = true }, (*converter).memory)
 	fieldErr(t, err, "spec.domain.memory.hugepages.pageSize", "whole number of KiB")
 }

@@ -42,6 +42,12 @@ type Options struct {
 	// hotplug without slots (Debian's libvirt 9.0 among them).
 	NoMemoryHotplug bool
 
+	// HugepageSize writes the page size of spec.domain.memory.hugepages
+	// into <memoryBacking><hugepages>. KubeVirt leaves it out (its pod has
+	// one hugetlbfs mount, of the size asked for, so libvirt finds it); on a
+	// plain host, where several sizes may be mounted, set it.
+	HugepageSize bool
+
 	// HostDevices maps the name of each GPU, host device and SR-IOV
 	// interface in the VMI to the host device that backs it. A VMI asking
 	// for such a device without an entry here is refused.

@@ -126,6 +126,7 @@ func (l *Launcher) options(f hostFacts) (convert.Options, error) {
 		opts.EFI = f.efi
 	}
 	opts.SerialConsoleLog = true
+	opts.HugepageSize = true // a plain host may mount several hugepage sizes
 	if l.noMemoryHotplug.Load() {
 		opts.NoMemoryHotplug = true
 	}
