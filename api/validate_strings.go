@@ -25,9 +25,9 @@ var (
 // verbatim in the domain XML or in host paths, so that hostile input is
 // refused with its path instead of reaching libvirt: CPU model and feature
 // names are libvirt names ([A-Za-z0-9_.+-]), the timezone is a tz database
-// name (no "..", no leading "/"), and firmware serial, chassis strings and
-// the Hyper-V vendor id have no control characters (NUL, newlines) and at
-// most 256 characters.
+// name (no "..", no leading "/"), firmware serial, chassis strings and the
+// Hyper-V vendor id have no control characters (NUL, newlines) and at most
+// 256 characters, and kernel arguments have no control characters.
 func validateStrings(vmi *v1.VirtualMachineInstance) field.ErrorList {
 	var errs field.ErrorList
 	d := &vmi.Spec.Domain
@@ -57,6 +57,11 @@ func validateStrings(vmi *v1.VirtualMachineInstance) field.ErrorList {
 	}
 	if fw := d.Firmware; fw != nil {
 		text(firmwarePath.Child("serial"), fw.Serial)
+		// XML 1.0 cannot carry most control characters: the guest would get
+		// other kernel arguments than the VMI says.
+		if kb := fw.KernelBoot; kb != nil && strings.IndexFunc(kb.KernelArgs, unicode.IsControl) >= 0 {
+			errs = append(errs, field.Invalid(firmwarePath.Child("kernelBoot", "kernelArgs"), kb.KernelArgs, "must not contain control characters"))
+		}
 	}
 	if ch := d.Chassis; ch != nil {
 		cp := domainPath.Child("chassis")

@@ -274,17 +274,6 @@ var hostileFields = []hostileField{
 // the domain nor an error.
 const userDataMarker = "USERDATA-MARKER-5e1f"
 
-// knownBugs are cases that fail today, logged instead of failed until the
-// fix lands (see the note of each).
-var knownBugs = map[string]string{
-	// convert/os.go copies kernelArgs into <cmdline> as they are; XML 1.0
-	// cannot carry NUL or other C0 controls, so encoding/xml writes U+FFFD
-	// and the guest would get other arguments than the VMI says. Fix:
-	// refuse them with field.Invalid(spec.domain.firmware.kernelBoot.kernelArgs).
-	"kernelArgs/nul":     "kernelArgs control characters",
-	"kernelArgs/control": "kernelArgs control characters",
-}
-
 // TestHostileStrings runs every hostile value through every field of the
 // VMI, in the host and the KubeVirt layout.
 func TestHostileStrings(t *testing.T) {
@@ -342,10 +331,6 @@ func TestHostileStrings(t *testing.T) {
 					value := strings.ToValidUTF8(value, "\uFFFD")
 					// Read the value from the domain as libvirt will.
 					if g, w := f.get(got, value); g != w {
-						if bug, ok := knownBugs[f.path+"/"+vname]; ok {
-							t.Logf("KNOWN BUG (%s) %s: domain says %.80q, VMI said %.80q", bug, name, g, w)
-							continue
-						}
 						t.Errorf("%s: domain says %.80q, VMI said %.80q", name, g, w)
 					}
 					if g, w := f.get(d, value); g != w {
