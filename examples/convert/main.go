@@ -26,6 +26,7 @@ func main() {
 	out := flag.String("o", "", "write DIR/<name>.xml for each FILE instead of printing to stdout")
 	stateDir := flag.String("state-dir", "/var/lib/vmi2libvirt/vmis", "state folder root for -layout host")
 	imageStore := flag.String("image-store", "/var/lib/vmi2libvirt/images", "image store for -layout host")
+	hostDiskAllow := flag.String("hostdisk-allow", "", "comma-separated folders under which hostDisk paths may live (none: hostDisks are refused)")
 	flag.Usage = func() {
 		fmt.Fprintln(os.Stderr, "usage: convert [-layout kubevirt|host] [-o DIR] FILE...")
 		flag.PrintDefaults()
@@ -39,7 +40,7 @@ func main() {
 	switch *layout {
 	case "kubevirt":
 	case "host":
-		opts.Layout = convert.HostLayout{StateDir: *stateDir, ImageStore: *imageStore}
+		opts.Layout = convert.HostLayout{StateDir: *stateDir, ImageStore: *imageStore, HostDiskAllow: folders(*hostDiskAllow)}
 	default:
 		fmt.Fprintf(os.Stderr, "convert: unknown -layout %q (want kubevirt or host)\n", *layout)
 		os.Exit(2)
@@ -97,4 +98,15 @@ func convertFile(file string, opts convert.Options) ([]byte, error) {
 // oneLine folds an error onto one line.
 func oneLine(err error) string {
 	return strings.ReplaceAll(err.Error(), "\n", " ")
+}
+
+// folders splits a comma-separated list of folders, dropping empty items.
+func folders(list string) []string {
+	var out []string
+	for _, f := range strings.Split(list, ",") {
+		if f = strings.TrimSpace(f); f != "" {
+			out = append(out, f)
+		}
+	}
+	return out
 }
