@@ -9,6 +9,7 @@ import (
 	"regexp"
 	"strings"
 	"unicode"
+	"unicode/utf8"
 
 	yamlv2 "go.yaml.in/yaml/v2"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -299,6 +300,10 @@ func yamlMessage(err error, data []byte) string {
 	case yamlTag.MatchString(msg):
 		m := yamlTag.FindStringSubmatch(msg)
 		at = bytes.Index(data, []byte(m[1]+m[2]))
+	case strings.Contains(msg, "UTF-8") || msg == "invalid Unicode character":
+		at = firstInvalidUTF8(data)
+	case strings.Contains(msg, "UTF-16") || strings.HasSuffix(msg, "low surrogate area"):
+		return fmt.Sprintf("invalid YAML: byte %d: %s", utf16Problem(data), msg)
 	case msg == "control characters are not allowed":
 		at = bytes.IndexFunc(data, func(r rune) bool { return unicode.IsControl(r) && r != '\t' && r != '\n' && r != '\r' })
 	case yamlSyntax.MatchString(msg):
@@ -435,4 +440,45 @@ func flowKind(data []byte) string {
 		return ""
 	}
 	return ""
+}
+
+// firstInvalidUTF8 returns the offset of the first byte of data that is not
+// valid UTF-8 (a surrogate or a code point beyond U+10FFFF included), or -1.
+func firstInvalidUTF8(data []byte) int {
+	for i := 0; i < len(data); {
+		r, n := utf8.DecodeRune(data[i:])
+		if r == utf8.RuneError && n == 1 {
+			return i
+		}
+		i += n
+	}
+	return -1
+}
+
+// utf16Problem returns the offset of the first broken code unit of a UTF-16
+// document (after its byte order mark): an unpaired surrogate, or the odd
+// byte at the end.
+func utf16Problem(data []byte) int {
+	le := len(data) >= 2 && data[0] == 0xff && data[1] == 0xfe
+	unit := func(i int) uint16 {
+		if le {
+			return uint16(data[i]) | uint16(data[i+1])<<8
+		}
+		return uint16(data[i])<<8 | uint16(data[i+1])
+	}
+	for i := 2; i+1 < len(data); i += 2 {
+		switch u := unit(i); {
+		case u >= 0xdc00 && u <= 0xdfff:
+			return i
+		case u >= 0xd800 && u <= 0xdbff:
+			if i+3 >= len(data) {
+				return i
+			}
+			if low := unit(i + 2); low < 0xdc00 || low > 0xdfff {
+				return i + 2
+			}
+			i += 2
+		}
+	}
+	return max(len(data)-1, 0)
 }
