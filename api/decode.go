@@ -272,6 +272,10 @@ var yamlAlias = regexp.MustCompile(`^(?:anchor '(.*)' value contains itself|unkn
 // text.
 var yamlTag = regexp.MustCompile(`^(?:cannot decode !!\w+ .* as a (!!\w+)|(?:(!!binary) value contains invalid base64 data))$`)
 
+// yamlNullKey finds a line whose mapping key is null: empty, ~ or null,
+// after an optional list dash and anchor.
+var yamlNullKey = regexp.MustCompile(`(?m)^[ \t]*(?:-[ \t]+)?(?:&\S+[ \t]*)?(?:~|null|Null|NULL)?[ \t]*:(?:[ \t]|$)`)
+
 // yamlSyntax matches the YAML scanner's and parser's syntax errors, which
 // carry the line of the problem except on the first line (their line 0).
 // Other errors (bad UTF-8, aliases, map keys, tags) name no place.
@@ -290,6 +294,17 @@ func yamlMessage(err error, data []byte) string {
 		return "invalid YAML: " + strings.Join(lines, "; ")
 	}
 	msg = strings.TrimPrefix(msg, "yaml: ")
+	// Keys that are not names: said plainly, without Go syntax.
+	switch {
+	case strings.HasPrefix(msg, "unsupported map key of type: %!s(<nil>)"):
+		msg = "a mapping key is null (empty, ~ or null): keys are field names"
+		if m := yamlNullKey.FindIndex(data); m != nil {
+			msg = fmt.Sprintf("line %d: %s", bytes.Count(data[:m[0]], []byte("\n"))+1, msg)
+		}
+		return "invalid YAML: " + msg
+	case strings.HasPrefix(msg, "unsupported map key of type: "), strings.HasPrefix(msg, "invalid map key: "):
+		return "invalid YAML: a mapping key is a list, a mapping or another value that is not a name: keys are field names"
+	}
 	// Where the problem is, when the library does not say.
 	at := -1
 	switch m := yamlAlias.FindStringSubmatch(msg); {
