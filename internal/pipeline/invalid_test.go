@@ -46,12 +46,13 @@ var syntaxPlace = regexp.MustCompile(`\bline \d+\b|\bbyte \d+\b|\boffset \d+\b`)
 
 // wholeDocument are the errors that concern the whole document, so that no
 // line or path can name them (nesting too deep, aliases expanding too far),
-// and one the YAML library reports without a place but with the culprit: a
-// mapping key that is itself a list or mapping.
+// and one the YAML library reports without a place: a mapping key that is
+// not a name (a list, a mapping; a null key is given its line when it can be
+// found).
 var wholeDocument = []string{
 	"empty document", "document of ", "document is not an object", "document is not a JSON or YAML object",
 	"invalid YAML: exceeded max depth", "invalid YAML: document contains excessive aliasing",
-	"invalid YAML: invalid map key: ",
+	"invalid YAML: a mapping key is ",
 }
 
 // TestInvalid runs every VMI of the catalogue through the pipeline (Run)
