@@ -414,7 +414,7 @@ func checkFlowEnd(data []byte) (err error) {
 	case e == io.EOF:
 		return nil
 	case e != nil:
-		line := ""
+		line := "line 1: " // the YAML library leaves out its line 0
 		if m := yamlLine.FindStringSubmatch(e.Error()); m != nil {
 			line = "line " + m[1] + ": "
 		}
