@@ -11,7 +11,7 @@ import (
 	"github.com/vmi2libvirt/vmi2libvirt/api"
 	"github.com/vmi2libvirt/vmi2libvirt/convert"
 	"github.com/vmi2libvirt/vmi2libvirt/domain"
-	"github.com/vmi2libvirt/vmi2libvirt/internal/golden"
+	"github.com/vmi2libvirt/vmi2libvirt/internal/pipeline"
 )
 
 // benchVMI is one sample of examples/vmis, decoded, defaulted and validated.
@@ -33,7 +33,7 @@ func loadSamples(b *testing.B) []benchVMI {
 		if err != nil {
 			b.Fatal(err)
 		}
-		vmi, err := golden.Prepare(data, api.ClusterConfig{})
+		vmi, err := pipeline.Prepare(data, api.ClusterConfig{})
 		if err != nil {
 			b.Fatalf("%s: %v", file, err)
 		}

@@ -19,6 +19,7 @@ import (
 	"github.com/vmi2libvirt/vmi2libvirt/convert"
 	"github.com/vmi2libvirt/vmi2libvirt/domain"
 	"github.com/vmi2libvirt/vmi2libvirt/internal/golden"
+	"github.com/vmi2libvirt/vmi2libvirt/internal/pipeline"
 )
 
 // update rewrites the golden files from the converter's output instead of
@@ -164,7 +165,7 @@ func runCase(t *testing.T, dir string) {
 	if err != nil {
 		t.Fatalf("%s: %v", dir, err)
 	}
-	res, runErr := golden.Run(data, cfg, opts)
+	res, runErr := pipeline.Convert(data, cfg, opts)
 
 	if *update {
 		writeCase(t, dir, res.XML, runErr)
@@ -204,9 +205,9 @@ func runCase(t *testing.T, dir string) {
 // checkDeterministic runs the pipeline again and converts the same VMI
 // again: both must give the same bytes, and Convert must leave its VMI as it
 // found it.
-func checkDeterministic(t *testing.T, data []byte, cfg api.ClusterConfig, opts convert.Options, first golden.Result) {
+func checkDeterministic(t *testing.T, data []byte, cfg api.ClusterConfig, opts convert.Options, first pipeline.Result) {
 	t.Helper()
-	again, err := golden.Run(data, cfg, opts)
+	again, err := pipeline.Convert(data, cfg, opts)
 	if err != nil {
 		t.Fatalf("second run failed: %v", err)
 	}

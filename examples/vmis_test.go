@@ -13,6 +13,7 @@ import (
 	"github.com/vmi2libvirt/vmi2libvirt/api"
 	"github.com/vmi2libvirt/vmi2libvirt/convert"
 	"github.com/vmi2libvirt/vmi2libvirt/internal/golden"
+	"github.com/vmi2libvirt/vmi2libvirt/internal/pipeline"
 )
 
 // layouts are the two ways the samples are converted: KubeVirt's pod paths
@@ -69,11 +70,11 @@ func TestSamples(t *testing.T) {
 		for _, l := range layouts() {
 			opts := l.opts
 			t.Run(name+"/"+l.name, func(t *testing.T) {
-				res, err := golden.Run(data, api.ClusterConfig{}, opts)
+				res, err := pipeline.Convert(data, api.ClusterConfig{}, opts)
 				if err != nil {
 					t.Fatalf("%s: %v", file, err)
 				}
-				again, err := golden.Run(data, api.ClusterConfig{}, opts)
+				again, err := pipeline.Convert(data, api.ClusterConfig{}, opts)
 				if err != nil || !bytes.Equal(again.XML, res.XML) {
 					t.Errorf("%s: a second conversion differs (err %v):\n%s", file, err, golden.LineDiff(string(res.XML), string(again.XML)))
 				}

@@ -1,6 +1,7 @@
-// Package golden holds what the golden-file tests of this module share: the
-// pure pipeline from VMI bytes to domain XML, a line diff for readable
-// failures, and the libvirt schema check with virt-xml-validate.
+// Package golden holds what the golden-file tests of this module share: a
+// readable explanation of how two domains differ, a line diff, the libvirtxml
+// round-trip check and the libvirt schema check with virt-xml-validate. The
+// pipeline they check is internal/pipeline.
 package golden
 
 import (
@@ -12,58 +13,8 @@ import (
 	"strings"
 	"testing"
 
-	v1 "kubevirt.io/api/core/v1"
-	"libvirt.org/go/libvirtxml"
-
-	"github.com/vmi2libvirt/vmi2libvirt/api"
-	"github.com/vmi2libvirt/vmi2libvirt/convert"
 	"github.com/vmi2libvirt/vmi2libvirt/domain"
 )
-
-// Result is what the pipeline made of one VMI file.
-type Result struct {
-	// VMI is the decoded, defaulted and validated VMI (nil when decoding
-	// failed).
-	VMI *v1.VirtualMachineInstance
-	// Domain is the converted domain and XML its canonical XML (both nil when
-	// the pipeline failed).
-	Domain *libvirtxml.Domain
-	XML    []byte
-}
-
-// Prepare decodes data, applies KubeVirt's admission defaults with cfg and
-// validates the result. Validation errors come back as one aggregate error.
-func Prepare(data []byte, cfg api.ClusterConfig) (*v1.VirtualMachineInstance, error) {
-	vmi, err := api.Decode(data)
-	if err != nil {
-		return nil, err
-	}
-	api.Default(vmi, cfg)
-	if errs := api.Validate(vmi); len(errs) > 0 {
-		return vmi, errs.ToAggregate()
-	}
-	return vmi, nil
-}
-
-// Run is the whole pure pipeline: api.Decode, api.Default, api.Validate,
-// convert.Convert and domain.Marshal. The error, when there is one, is the
-// first stage's that failed, unwrapped and unprefixed: its message is what a
-// golden error.txt holds.
-func Run(data []byte, cfg api.ClusterConfig, opts convert.Options) (Result, error) {
-	vmi, err := Prepare(data, cfg)
-	if err != nil {
-		return Result{VMI: vmi}, err
-	}
-	d, err := convert.Convert(vmi, opts)
-	if err != nil {
-		return Result{VMI: vmi}, err
-	}
-	xml, err := domain.Marshal(d)
-	if err != nil {
-		return Result{VMI: vmi}, fmt.Errorf("marshal: %w", err)
-	}
-	return Result{VMI: vmi, Domain: d, XML: xml}, nil
-}
 
 // Explain describes how got differs from want for a test failure: a
 // semantic diff (domain.Diff) when both parse as domains, then a line diff.

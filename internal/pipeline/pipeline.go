@@ -10,37 +10,67 @@ package pipeline
 import (
 	"fmt"
 
+	v1 "kubevirt.io/api/core/v1"
+	"libvirt.org/go/libvirtxml"
+
 	"github.com/vmi2libvirt/vmi2libvirt/api"
 	"github.com/vmi2libvirt/vmi2libvirt/convert"
 	"github.com/vmi2libvirt/vmi2libvirt/domain"
 )
 
-// Run decodes one VirtualMachineInstance (or VirtualMachine) document,
-// applies KubeVirt's admission defaults with cluster, validates it, converts
-// it with opts and returns the domain's canonical XML (domain.Marshal).
-//
-// The error is the first failing stage's, as that stage returned it: a
-// *api.DecodeError from Decode, the field.ErrorList of Validate as its
-// aggregate (errs.ToAggregate(), every error naming its field path), the
-// *field.Error or error of Convert, and a marshal failure prefixed with
-// "marshal: ". Its message is what the invalid-VMI catalogue's .err files
-// hold.
-func Run(data []byte, cluster api.ClusterConfig, opts convert.Options) ([]byte, error) {
+// Result is what the pipeline made of one document.
+type Result struct {
+	// VMI is the decoded, defaulted and validated VMI (nil when decoding
+	// failed).
+	VMI *v1.VirtualMachineInstance
+	// Domain is the converted domain and XML its canonical XML (both nil
+	// when a stage failed).
+	Domain *libvirtxml.Domain
+	XML    []byte
+}
+
+// Prepare decodes one VirtualMachineInstance (or VirtualMachine) document,
+// applies KubeVirt's admission defaults with cluster and validates it. The
+// VMI is returned even when validation fails; the validation errors come
+// back as their aggregate (errs.ToAggregate()).
+func Prepare(data []byte, cluster api.ClusterConfig) (*v1.VirtualMachineInstance, error) {
 	vmi, err := api.Decode(data)
 	if err != nil {
 		return nil, err
 	}
 	api.Default(vmi, cluster)
 	if errs := api.Validate(vmi); len(errs) > 0 {
-		return nil, errs.ToAggregate()
+		return vmi, errs.ToAggregate()
+	}
+	return vmi, nil
+}
+
+// Convert runs the whole pipeline and returns every stage's result.
+//
+// The error is the first failing stage's, as that stage returned it: a
+// *api.DecodeError from Decode, the field.ErrorList of Validate as its
+// aggregate (every error naming its field path), the *field.Error or error
+// of Convert, and a marshal failure prefixed with "marshal: ". Its message
+// is what the golden error.txt files and the invalid-VMI catalogue's .err
+// files hold.
+func Convert(data []byte, cluster api.ClusterConfig, opts convert.Options) (Result, error) {
+	vmi, err := Prepare(data, cluster)
+	if err != nil {
+		return Result{VMI: vmi}, err
 	}
 	d, err := convert.Convert(vmi, opts)
 	if err != nil {
-		return nil, err
+		return Result{VMI: vmi}, err
 	}
 	xml, err := domain.Marshal(d)
 	if err != nil {
-		return nil, fmt.Errorf("marshal: %w", err)
+		return Result{VMI: vmi}, fmt.Errorf("marshal: %w", err)
 	}
-	return xml, nil
+	return Result{VMI: vmi, Domain: d, XML: xml}, nil
+}
+
+// Run is Convert for callers that want only the domain's canonical XML.
+func Run(data []byte, cluster api.ClusterConfig, opts convert.Options) ([]byte, error) {
+	r, err := Convert(data, cluster, opts)
+	return r.XML, err
 }
