@@ -319,6 +319,8 @@ func yamlMessage(err error, data []byte) string {
 		at = firstInvalidUTF8(data)
 	case strings.Contains(msg, "UTF-16") || strings.HasSuffix(msg, "low surrogate area"):
 		return fmt.Sprintf("invalid YAML: byte %d: %s", utf16Problem(data), msg)
+	case strings.HasPrefix(msg, "map merge requires"):
+		at = bytes.Index(data, []byte("<<"))
 	case msg == "control characters are not allowed":
 		at = bytes.IndexFunc(data, func(r rune) bool { return unicode.IsControl(r) && r != '\t' && r != '\n' && r != '\r' })
 	case yamlSyntax.MatchString(msg):
