@@ -8,7 +8,6 @@ import (
 	"reflect"
 	"regexp"
 	"strings"
-	"unicode"
 	"unicode/utf8"
 
 	yamlv2 "go.yaml.in/yaml/v2"
@@ -322,7 +321,13 @@ func yamlMessage(err error, data []byte) string {
 	case strings.HasPrefix(msg, "map merge requires"):
 		at = bytes.Index(data, []byte("<<"))
 	case msg == "control characters are not allowed":
-		at = bytes.IndexFunc(data, func(r rune) bool { return unicode.IsControl(r) && r != '\t' && r != '\n' && r != '\r' })
+		if utf16BOM(data) {
+			return fmt.Sprintf("invalid YAML: byte %d: %s", utf16NonPrintable(data), msg)
+		}
+		at = bytes.IndexFunc(bytes.TrimPrefix(data, []byte("\ufeff")), func(r rune) bool { return !yamlPrintable(r) })
+		if at >= 0 && bytes.HasPrefix(data, []byte("\ufeff")) {
+			at += 3
+		}
 	case yamlSyntax.MatchString(msg):
 		at = 0
 	}
@@ -475,6 +480,47 @@ func firstInvalidUTF8(data []byte) int {
 // utf16Problem returns the offset of the first broken code unit of a UTF-16
 // document (after its byte order mark): an unpaired surrogate, or the odd
 // byte at the end.
+// yamlPrintable tells whether the YAML library accepts r in a document
+// (YAML 1.1's printable set: tab, line breaks, visible ASCII, and Unicode
+// outside the C1 controls, surrogates, U+FEFF, U+FFFE and U+FFFF).
+func yamlPrintable(r rune) bool {
+	switch {
+	case r == '\t', r == '\n', r == '\r', r == 0x85:
+		return true
+	case r >= 0x20 && r <= 0x7e, r >= 0xa0 && r <= 0xd7ff, r >= 0x10000 && r <= 0x10ffff:
+		return true
+	case r >= 0xe000 && r <= 0xfffd:
+		return r != 0xfeff
+	}
+	return false
+}
+
+// utf16BOM tells whether data starts with a UTF-16 byte order mark.
+func utf16BOM(data []byte) bool {
+	return len(data) >= 2 && (data[0] == 0xfe && data[1] == 0xff || data[0] == 0xff && data[1] == 0xfe)
+}
+
+// utf16NonPrintable returns the byte offset of the first UTF-16 code unit
+// of a document (after its byte order mark) that is not printable YAML, or
+// of its last byte when none is found.
+func utf16NonPrintable(data []byte) int {
+	le := data[0] == 0xff
+	for i := 2; i+1 < len(data); i += 2 {
+		u := rune(data[i])<<8 | rune(data[i+1])
+		if le {
+			u = rune(data[i+1])<<8 | rune(data[i])
+		}
+		if u >= 0xd800 && u <= 0xdfff {
+			i += 2 // a surrogate pair stands for a printable rune
+			continue
+		}
+		if !yamlPrintable(u) {
+			return i
+		}
+	}
+	return max(len(data)-1, 0)
+}
+
 func utf16Problem(data []byte) int {
 	le := len(data) >= 2 && data[0] == 0xff && data[1] == 0xfe
 	unit := func(i int) uint16 {
