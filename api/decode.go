@@ -316,6 +316,10 @@ func yamlMessage(err error, data []byte) string {
 		at = bytes.Index(data, []byte(m[1]+m[2]))
 	case strings.Contains(msg, "UTF-8") || msg == "invalid Unicode character":
 		at = firstInvalidUTF8(data)
+		if at < 0 {
+			// Valid UTF-8 text: the bad bytes are a tag's %-escape ("!%80").
+			at = bytes.IndexByte(data, '%')
+		}
 	case strings.Contains(msg, "UTF-16") || strings.HasSuffix(msg, "low surrogate area"):
 		return fmt.Sprintf("invalid YAML: byte %d: %s", utf16Problem(data), msg)
 	case strings.HasPrefix(msg, "map merge requires"):
