@@ -9,7 +9,6 @@ import (
 	"reflect"
 	"strings"
 	"testing"
-	"unicode/utf16"
 )
 
 // readTree is a minimal reader for the tests: it walks the tree of the
@@ -18,16 +17,7 @@ func readTree(t *testing.T, img []byte, vd int) (label string, files map[string]
 	t.Helper()
 	desc := img[vd*SectorSize : (vd+1)*SectorSize]
 	joliet := desc[0] == 2
-	name := func(b []byte) string {
-		if !joliet {
-			return string(b)
-		}
-		u := make([]uint16, len(b)/2)
-		for i := range u {
-			u[i] = binary.BigEndian.Uint16(b[2*i:])
-		}
-		return string(utf16.Decode(u))
-	}
+	name := func(b []byte) string { return decodeName(b, joliet) }
 	label = strings.TrimRight(name(desc[40:72]), " ")
 	files = map[string]string{}
 	var walk func(lba, size uint32, prefix string)

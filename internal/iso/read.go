@@ -34,16 +34,7 @@ func Read(img []byte) (label string, files map[string][]byte, err error) {
 	}
 	vd := img[desc*SectorSize : (desc+1)*SectorSize]
 	joliet := vd[0] == 2
-	name := func(b []byte) string {
-		if !joliet {
-			return string(b)
-		}
-		u := make([]uint16, len(b)/2)
-		for i := range u {
-			u[i] = binary.BigEndian.Uint16(b[2*i:])
-		}
-		return string(utf16.Decode(u))
-	}
+	name := func(b []byte) string { return decodeName(b, joliet) }
 	label = strings.TrimRight(name(vd[40:72]), " \x00")
 	files = map[string][]byte{}
 	extent := func(lba, size uint32) ([]byte, error) {
@@ -98,4 +89,17 @@ func Read(img []byte) (label string, files map[string][]byte, err error) {
 		return "", nil, err
 	}
 	return label, files, nil
+}
+
+// decodeName decodes a name or label as a volume descriptor stores it:
+// bytes in the primary descriptor, big-endian UCS-2 in a Joliet one.
+func decodeName(b []byte, joliet bool) string {
+	if !joliet {
+		return string(b)
+	}
+	u := make([]uint16, len(b)/2)
+	for i := range u {
+		u[i] = binary.BigEndian.Uint16(b[2*i:])
+	}
+	return string(utf16.Decode(u))
 }
