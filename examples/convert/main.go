@@ -26,7 +26,11 @@ func main() {
 	out := flag.String("o", "", "write DIR/<name>.xml for each FILE instead of printing to stdout")
 	stateDir := flag.String("state-dir", "/var/lib/vmi2libvirt/vmis", "state folder root for -layout host")
 	imageStore := flag.String("image-store", "/var/lib/vmi2libvirt/images", "image store for -layout host")
-	hostDiskAllow := flag.String("hostdisk-allow", "", "comma-separated folders under which hostDisk paths may live (none: hostDisks are refused)")
+	var hostDiskAllow []string
+	flag.Func("hostdisk-allow", "a folder under which hostDisk paths may live; repeat for more (none: hostDisks are refused)", func(dir string) error {
+		hostDiskAllow = append(hostDiskAllow, dir)
+		return nil
+	})
 	flag.Usage = func() {
 		fmt.Fprintln(os.Stderr, "usage: convert [-layout kubevirt|host] [-o DIR] FILE...")
 		flag.PrintDefaults()
@@ -40,7 +44,7 @@ func main() {
 	switch *layout {
 	case "kubevirt":
 	case "host":
-		opts.Layout = convert.HostLayout{StateDir: *stateDir, ImageStore: *imageStore, HostDiskAllow: folders(*hostDiskAllow)}
+		opts.Layout = convert.HostLayout{StateDir: *stateDir, ImageStore: *imageStore, HostDiskAllow: hostDiskAllow}
 	default:
 		fmt.Fprintf(os.Stderr, "convert: unknown -layout %q (want kubevirt or host)\n", *layout)
 		os.Exit(2)
@@ -98,15 +102,4 @@ func convertFile(file string, opts convert.Options) ([]byte, error) {
 // oneLine folds an error onto one line.
 func oneLine(err error) string {
 	return strings.ReplaceAll(err.Error(), "\n", " ")
-}
-
-// folders splits a comma-separated list of folders, dropping empty items.
-func folders(list string) []string {
-	var out []string
-	for _, f := range strings.Split(list, ",") {
-		if f = strings.TrimSpace(f); f != "" {
-			out = append(out, f)
-		}
-	}
-	return out
 }

@@ -36,7 +36,11 @@ func main() {
 	emulate := flag.Bool("emulate", false, "run the guest under emulation (domain type qemu) even where KVM is available")
 	stateDir := flag.String("state-dir", launcher.DefaultStateDir, "folder holding one state folder per VMI")
 	imageStore := flag.String("image-store", launcher.DefaultImageStore, "image store for containerDisks and kernel boot")
-	hostDiskAllow := flag.String("hostdisk-allow", "", "comma-separated folders under which hostDisk paths may live (none: hostDisks are refused)")
+	var hostDiskAllow []string
+	flag.Func("hostdisk-allow", "a folder under which hostDisk paths may live; repeat for more (none: hostDisks are refused)", func(dir string) error {
+		hostDiskAllow = append(hostDiskAllow, dir)
+		return nil
+	})
 	keep := flag.Bool("keep", false, "keep the domain and its state folder after the VMI ended")
 	verbose := flag.Bool("v", false, "log the launcher's steps to stderr")
 	flag.Usage = func() {
@@ -51,7 +55,7 @@ func main() {
 	os.Exit(run(flag.Arg(0), launcher.Config{
 		URI:     *uri,
 		Emulate: *emulate,
-		Layout:  convert.HostLayout{StateDir: *stateDir, ImageStore: *imageStore, HostDiskAllow: folders(*hostDiskAllow)},
+		Layout:  convert.HostLayout{StateDir: *stateDir, ImageStore: *imageStore, HostDiskAllow: hostDiskAllow},
 		Logger:  logger(*verbose),
 	}, *keep))
 }
@@ -184,15 +188,4 @@ func statusLine(st v1.VirtualMachineInstanceStatus) string {
 		parts = append(parts, fmt.Sprintf("os=%q", st.GuestOSInfo.PrettyName))
 	}
 	return strings.Join(parts, " ")
-}
-
-// folders splits a comma-separated list of folders, dropping empty items.
-func folders(list string) []string {
-	var out []string
-	for _, f := range strings.Split(list, ",") {
-		if f = strings.TrimSpace(f); f != "" {
-			out = append(out, f)
-		}
-	}
-	return out
 }
