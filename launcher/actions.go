@@ -210,21 +210,21 @@ func isNotRunning(err error) bool {
 // Pause pauses the VMI's domain; it is reported with the Paused condition,
 // reason PausedByUser, and Sync leaves it paused.
 func (l *Launcher) Pause(ctx context.Context, vmi *v1.VirtualMachineInstance) error {
-	rec, v := l.managed(vmi)
-	name := convert.DomainName(v)
-	err := l.onDomain(ctx, name, func(dom *libvirt.Domain) error {
-		return wrapErr(dom.Suspend(), "pause domain %s", name)
-	})
-	l.refreshAfter(ctx, rec)
-	return err
+	return l.act(ctx, vmi, "pause", (*libvirt.Domain).Suspend)
 }
 
 // Unpause resumes the VMI's paused domain.
 func (l *Launcher) Unpause(ctx context.Context, vmi *v1.VirtualMachineInstance) error {
+	return l.act(ctx, vmi, "unpause", (*libvirt.Domain).Resume)
+}
+
+// act runs one libvirt call on the VMI's domain (verb names it in an
+// error) and publishes the VMI's status after it.
+func (l *Launcher) act(ctx context.Context, vmi *v1.VirtualMachineInstance, verb string, call func(*libvirt.Domain) error) error {
 	rec, v := l.managed(vmi)
 	name := convert.DomainName(v)
 	err := l.onDomain(ctx, name, func(dom *libvirt.Domain) error {
-		return wrapErr(dom.Resume(), "unpause domain %s", name)
+		return wrapErr(call(dom), "%s domain %s", verb, name)
 	})
 	l.refreshAfter(ctx, rec)
 	return err
