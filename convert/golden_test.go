@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"errors"
 	"flag"
-	"fmt"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -12,8 +11,6 @@ import (
 	"slices"
 	"strings"
 	"testing"
-
-	"sigs.k8s.io/yaml"
 
 	"github.com/vmi2libvirt/vmi2libvirt/api"
 	"github.com/vmi2libvirt/vmi2libvirt/convert"
@@ -37,69 +34,6 @@ const (
 
 // caseFiles are the only files a case folder may hold.
 var caseFiles = []string{vmiFile, domainFile, errorFile, optionsFile, notesFile}
-
-// Host layout defaults of a case with "layout: host", the same as
-// examples/convert's.
-const (
-	defaultStateDir   = "/var/lib/vmi2libvirt/vmis"
-	defaultImageStore = "/var/lib/vmi2libvirt/images"
-)
-
-// caseOptions is the content of a case's options.yaml. Every field of
-// convert.Options except Layout can be set under its own name (domainType,
-// smbios, efi, cpuSet, memBalloonStatsPeriod, freePageReporting,
-// bochsForEFIGuests, serialConsoleLog, noMemoryHotplug, hostDevices…); what
-// the file sets overrides convert.KubeVirtOptions(), field by field, and the
-// rest keeps KubeVirt's value. Unknown keys are errors.
-type caseOptions struct {
-	convert.Options
-	// Layout is "kubevirt" (the default) or "host".
-	Layout string `json:"layout"`
-	// Host sets the fields of the HostLayout (stateDir, imageStore,
-	// podNetwork, networks) when Layout is "host".
-	Host *convert.HostLayout `json:"host"`
-	// Cluster is the api.ClusterConfig passed to api.Default (zero value when
-	// absent).
-	Cluster api.ClusterConfig `json:"cluster"`
-}
-
-// loadOptions reads a case's options.yaml, or returns the defaults when the
-// case has none.
-func loadOptions(dir string) (convert.Options, api.ClusterConfig, error) {
-	co := caseOptions{Options: convert.KubeVirtOptions()}
-	data, err := os.ReadFile(filepath.Join(dir, optionsFile))
-	switch {
-	case errors.Is(err, fs.ErrNotExist):
-		return co.Options, co.Cluster, nil
-	case err != nil:
-		return convert.Options{}, api.ClusterConfig{}, err
-	}
-	if err := yaml.UnmarshalStrict(data, &co); err != nil {
-		return convert.Options{}, api.ClusterConfig{}, fmt.Errorf("%s: %w", optionsFile, err)
-	}
-	switch co.Layout {
-	case "", "kubevirt":
-		if co.Host != nil {
-			return convert.Options{}, api.ClusterConfig{}, fmt.Errorf("%s: host is set but layout is not host", optionsFile)
-		}
-		co.Options.Layout = convert.KubeVirtLayout{}
-	case "host":
-		host := convert.HostLayout{StateDir: defaultStateDir, ImageStore: defaultImageStore}
-		if co.Host != nil {
-			if co.Host.StateDir == "" {
-				co.Host.StateDir = host.StateDir
-			}
-			if co.Host.ImageStore == "" {
-				co.Host.ImageStore = host.ImageStore
-			}
-			host = *co.Host
-		}
-		co.Options.Layout = host
-	default:
-		return convert.Options{}, api.ClusterConfig{}, fmt.Errorf("%s: layout %q: want kubevirt or host", optionsFile, co.Layout)
-	}
-	return co.Options, co.Cluster, nil
-}
 
 // TestGolden converts every convert/testdata/<case>/vmi.yaml and compares
 // the result with the case's domain.xml, or the pipeline's error message
@@ -161,7 +95,7 @@ func runCase(t *testing.T, dir string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	opts, cfg, err := loadOptions(dir)
+	opts, cfg, err := pipeline.LoadOptions(filepath.Join(dir, optionsFile))
 	if err != nil {
 		t.Fatalf("%s: %v", dir, err)
 	}
@@ -245,77 +179,4 @@ func writeCase(t *testing.T, dir string, xml []byte, runErr error) {
 		t.Fatal(err)
 	}
 	t.Logf("wrote %s/%s: read it and check it by hand before you commit it", dir, name)
-}
-
-// TestCaseOptions checks how a case's options.yaml is read: absent means
-// KubeVirtOptions, present overrides field by field, host layout defaults,
-// cluster settings, and errors for unknown keys and layouts.
-func TestCaseOptions(t *testing.T) {
-	write := func(t *testing.T, content string) string {
-		dir := t.TempDir()
-		if content != "" {
-			if err := os.WriteFile(filepath.Join(dir, optionsFile), []byte(content), 0o644); err != nil {
-				t.Fatal(err)
-			}
-		}
-		return dir
-	}
-	t.Run("absent", func(t *testing.T) {
-		opts, cfg, err := loadOptions(write(t, ""))
-		if err != nil {
-			t.Fatal(err)
-		}
-		if !reflect.DeepEqual(opts, convert.KubeVirtOptions()) || !reflect.DeepEqual(cfg, api.ClusterConfig{}) {
-			t.Errorf("want KubeVirtOptions and the zero ClusterConfig, got %+v, %+v", opts, cfg)
-		}
-	})
-	t.Run("overrides", func(t *testing.T) {
-		opts, cfg, err := loadOptions(write(t, `
-layout: host
-host:
-  podNetwork: {type: user, backend: passt}
-  networks:
-    blue: {type: bridge, source: br-blue}
-domainType: qemu
-efi: {code: /x/CODE.fd}
-cpuSet: [7]
-noMemoryHotplug: true
-hostDevices:
-  gpu1: {pciAddress: "0000:81:00.0"}
-cluster: {rolloutStrategy: Stage, cpuModel: Skylake}
-`))
-		if err != nil {
-			t.Fatal(err)
-		}
-		want := convert.KubeVirtOptions()
-		want.Layout = convert.HostLayout{
-			StateDir:   defaultStateDir,
-			ImageStore: defaultImageStore,
-			PodNetwork: convert.InterfaceAttachment{Type: "user", Backend: "passt"},
-			Networks:   map[string]convert.InterfaceAttachment{"blue": {Type: "bridge", Source: "br-blue"}},
-		}
-		want.DomainType = "qemu"
-		want.EFI.Code = "/x/CODE.fd" // the other EFI paths stay KubeVirt's
-		want.CPUSet = []uint{7}
-		want.NoMemoryHotplug = true
-		want.HostDevices = map[string]convert.HostDevice{"gpu1": {PCIAddress: "0000:81:00.0"}}
-		if !reflect.DeepEqual(opts, want) {
-			t.Errorf("got  %+v\nwant %+v", opts, want)
-		}
-		if cfg.RolloutStrategy != "Stage" || cfg.CPUModel != "Skylake" {
-			t.Errorf("cluster not read: %+v", cfg)
-		}
-	})
-	for name, content := range map[string]string{
-		"unknown key":      "domaintyp: qemu\n",
-		"unknown layout":   "layout: pod\n",
-		"host without it":  "host: {stateDir: /x}\n",
-		"wrong value type": "cpuSet: two\n",
-	} {
-		t.Run(name, func(t *testing.T) {
-			if _, _, err := loadOptions(write(t, content)); err == nil {
-				t.Errorf("%q: want an error", content)
-			}
-		})
-	}
 }

@@ -3,7 +3,6 @@ package pipeline
 import (
 	"errors"
 	"flag"
-	"fmt"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -11,11 +10,6 @@ import (
 	"sort"
 	"strings"
 	"testing"
-
-	"sigs.k8s.io/yaml"
-
-	"github.com/vmi2libvirt/vmi2libvirt/api"
-	"github.com/vmi2libvirt/vmi2libvirt/convert"
 )
 
 // update rewrites the .err files of the invalid-VMI catalogue from the
@@ -37,8 +31,9 @@ const (
 )
 
 // pathStart matches an error that starts with a field path a user finds in
-// their YAML: a top-level key, then .child and [index] parts, then ": ".
-var pathStart = regexp.MustCompile(`^[A-Za-z][A-Za-z0-9]*(\.[A-Za-z0-9]+|\[[^]]*\])*: `)
+// their YAML: a top-level key, then .child, [index or key] and ["quoted
+// key"] parts, then ": ".
+var pathStart = regexp.MustCompile(`^[A-Za-z][A-Za-z0-9]*(\.[A-Za-z0-9_-]+|\[[^]"]*\]|\["(\\.|[^"\\])*"\])*: `)
 
 // syntaxPlace matches a document-level error that says where the problem
 // is: a line (YAML) or a byte offset (JSON).
@@ -113,7 +108,7 @@ func runInvalid(t *testing.T, name string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	opts, cluster, err := caseOptions(base + optionsExt)
+	opts, cluster, err := LoadOptions(base + optionsExt)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -175,59 +170,4 @@ func namesPlace(msg string) bool {
 		}
 	}
 	return false
-}
-
-// optionsFile is the content of a case's options.yaml: the same keys as
-// convert/testdata/*/options.yaml (every field of convert.Options but
-// Layout under its own name, layout, host and cluster).
-type optionsFile struct {
-	convert.Options
-	Layout  string              `json:"layout"`
-	Host    *convert.HostLayout `json:"host"`
-	Cluster api.ClusterConfig   `json:"cluster"`
-}
-
-// Host layout folders of a case with "layout: host" (examples/convert's
-// defaults).
-const (
-	hostStateDir   = "/var/lib/vmi2libvirt/vmis"
-	hostImageStore = "/var/lib/vmi2libvirt/images"
-)
-
-// caseOptions reads a case's options file; without one a case converts
-// with convert.KubeVirtOptions() and the zero api.ClusterConfig.
-func caseOptions(file string) (convert.Options, api.ClusterConfig, error) {
-	o := optionsFile{Options: convert.KubeVirtOptions()}
-	data, err := os.ReadFile(file)
-	if errors.Is(err, fs.ErrNotExist) {
-		return o.Options, o.Cluster, nil
-	}
-	if err != nil {
-		return convert.Options{}, api.ClusterConfig{}, err
-	}
-	if err := yaml.UnmarshalStrict(data, &o); err != nil {
-		return convert.Options{}, api.ClusterConfig{}, fmt.Errorf("%s: %w", file, err)
-	}
-	switch o.Layout {
-	case "", "kubevirt":
-		if o.Host != nil {
-			return convert.Options{}, api.ClusterConfig{}, fmt.Errorf("%s: host is set but layout is not host", file)
-		}
-		o.Options.Layout = convert.KubeVirtLayout{}
-	case "host":
-		h := convert.HostLayout{}
-		if o.Host != nil {
-			h = *o.Host
-		}
-		if h.StateDir == "" {
-			h.StateDir = hostStateDir
-		}
-		if h.ImageStore == "" {
-			h.ImageStore = hostImageStore
-		}
-		o.Options.Layout = h
-	default:
-		return convert.Options{}, api.ClusterConfig{}, fmt.Errorf("%s: layout %q: want kubevirt or host", file, o.Layout)
-	}
-	return o.Options, o.Cluster, nil
 }

@@ -3,8 +3,9 @@
 //
 //	api.Decode → api.Default → api.Validate → convert.Convert → domain.Marshal
 //
-// It touches no file, no libvirt and no clock: the same bytes and options
-// give the same XML.
+// Prepare, Convert and Run touch no file, no libvirt and no clock: the same
+// bytes and options give the same XML. ParseOptions and LoadOptions read
+// the options file of a test case.
 package pipeline
 
 import (
