@@ -5,7 +5,9 @@ import (
 	"errors"
 	"reflect"
 	"slices"
+	"strconv"
 	"strings"
+	"unicode"
 
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	sigsjson "sigs.k8s.io/json"
@@ -94,7 +96,12 @@ func decodeInto(t reflect.Type, js []byte) error {
 	return sigsjson.UnmarshalCaseSensitivePreserveInts(js, v.Interface())
 }
 
+// child names an object's field: as .name when k reads like a field name,
+// else as a map key would be named (a field no type has can be any string).
 func child(p *field.Path, k string) *field.Path {
+	if !fieldName(k) {
+		return key(p, k)
+	}
 	if p == nil {
 		return field.NewPath(k)
 	}
@@ -109,16 +116,35 @@ func index(p *field.Path, i int) *field.Path {
 }
 
 // key names a map entry: as a child when the key reads like a field name
-// (resources.requests.memory, as users write it), else as [key] (labels such
-// as kubevirt.io/vm).
+// (resources.requests.memory, as users write it), as [key] when it is
+// printable and holds no bracket or quote (labels such as kubevirt.io/vm),
+// else as ["key"] in Go's quoting, so that a path stays on one line and
+// says where the key ends.
 func key(p *field.Path, k string) *field.Path {
 	if p == nil {
-		return field.NewPath("<document>").Key(k)
-	}
-	if k != "" && !strings.ContainsAny(k, "./[] ") {
+		p = field.NewPath("<document>")
+	} else if fieldName(k) {
 		return p.Child(k)
 	}
+	if k == "" || strings.ContainsAny(k, `[]"`) || strings.ContainsFunc(k, func(r rune) bool { return !unicode.IsPrint(r) }) {
+		return p.Key(strconv.Quote(k))
+	}
 	return p.Key(k)
+}
+
+// fieldName tells whether k can stand after a "." in a path: ASCII letters,
+// digits, "-" and "_".
+func fieldName(k string) bool {
+	if k == "" {
+		return false
+	}
+	for i := 0; i < len(k); i++ {
+		c := k[i]
+		if !('a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || c == '-' || c == '_') {
+			return false
+		}
+	}
+	return true
 }
 
 // decodeMessage rewords a decode error for a user: no "json:" prefix, no Go

@@ -47,16 +47,23 @@ func validateMetadata(vmi *v1.VirtualMachineInstance) field.ErrorList {
 	}
 	labelsPath := metadataPath.Child("labels")
 	for _, k := range sortedStringKeys(vmi.Labels) {
-		errs = appendMsgs(errs, labelsPath.Key(k), k, validation.IsQualifiedName(k))
-		errs = appendMsgs(errs, labelsPath.Key(k), vmi.Labels[k], validation.IsValidLabelValue(vmi.Labels[k]))
+		// As Kubernetes does, a key that is not a name is reported at the
+		// labels themselves, with the key as the value: such a key (with a
+		// "]", a newline…) cannot be part of a path.
+		p := labelsPath.Key(k)
+		if msgs := validation.IsQualifiedName(k); len(msgs) > 0 {
+			errs = appendMsgs(errs, labelsPath, k, msgs)
+			p = labelsPath
+		}
+		errs = appendMsgs(errs, p, vmi.Labels[k], validation.IsValidLabelValue(vmi.Labels[k]))
 		if slices.Contains(restrictedLabels, k) {
-			errs = append(errs, field.Forbidden(labelsPath.Key(k), "label reserved for KubeVirt: a VirtualMachineInstance may not be created with it"))
+			errs = append(errs, field.Forbidden(p, "label reserved for KubeVirt: a VirtualMachineInstance may not be created with it"))
 		}
 	}
 	annPath := metadataPath.Child("annotations")
 	total := 0
 	for _, k := range sortedStringKeys(vmi.Annotations) {
-		errs = appendMsgs(errs, annPath.Key(k), k, validation.IsQualifiedName(strings.ToLower(k)))
+		errs = appendMsgs(errs, annPath, k, validation.IsQualifiedName(strings.ToLower(k)))
 		total += len(k) + len(vmi.Annotations[k])
 	}
 	if total > maxAnnotationsBytes {
