@@ -33,6 +33,24 @@ func artifactVMI(t *testing.T, yaml string) *v1.VirtualMachineInstance {
 	return vmi
 }
 
+// oneDiskVMI is the VMI ns1/<name> with one virtio disk, "disk", on the
+// volume whose source volume gives in YAML (such as "hostDisk: {path: /x}").
+func oneDiskVMI(t *testing.T, name, volume string) *v1.VirtualMachineInstance {
+	t.Helper()
+	return artifactVMI(t, `
+apiVersion: kubevirt.io/v1
+kind: VirtualMachineInstance
+metadata: {name: `+name+`, namespace: ns1}
+spec:
+  domain:
+    devices: {disks: [{name: disk, disk: {bus: virtio}}]}
+    resources: {requests: {memory: 128Mi}}
+  volumes:
+  - name: disk
+    `+volume+`
+`)
+}
+
 // testLayout is a layout in fresh folders. QEMU's user is left alone
 // ("-"): t.TempDir folders are 0700, which QEMU could not walk.
 func testLayout(t *testing.T) (convert.HostLayout, ConfigSources) {
@@ -270,7 +288,9 @@ spec:
 	}
 }
 
-// TestCloudInitErrorsNameTheFieldAndHideUserData.
+// TestCloudInitErrorsNameTheFieldAndHideUserData: user-data that is not
+// base64 and missing secrets are refused with the volume's field path, and
+// the error never holds the user-data itself; no state folder is left.
 func TestCloudInitErrorsNameTheFieldAndHideUserData(t *testing.T) {
 	layout, sources := testLayout(t)
 	secretValue := "c2VjcmV0LXZhbHVl!!!" // not base64
@@ -283,18 +303,7 @@ func TestCloudInitErrorsNameTheFieldAndHideUserData(t *testing.T) {
 		{`cloudInitConfigDrive: {networkDataSecretRef: {name: nope}}`, "spec.volumes[0].cloudInitConfigDrive.networkDataSecretRef.name"},
 	}
 	for _, c := range cases {
-		vmi := artifactVMI(t, `
-apiVersion: kubevirt.io/v1
-kind: VirtualMachineInstance
-metadata: {name: bad, namespace: ns1}
-spec:
-  domain:
-    devices: {disks: [{name: ci, disk: {bus: virtio}}]}
-    resources: {requests: {memory: 128Mi}}
-  volumes:
-  - name: ci
-    `+c.volume+`
-`)
+		vmi := oneDiskVMI(t, "bad", c.volume)
 		err := prepareArtifacts(context.Background(), vmi, layout, sources)
 		var fe *field.Error
 		if !errors.As(err, &fe) || fe.Field != c.path {
@@ -370,17 +379,7 @@ func TestContainerDiskImageWithBackingFileIsRefused(t *testing.T) {
 	if out, err := exec.Command("qemu-img", "create", "-q", "-f", "qcow2", "-F", "raw", "-b", outside, filepath.Join(folder, "disk.img")).CombinedOutput(); err != nil {
 		t.Fatalf("%s %v", out, err)
 	}
-	vmi := artifactVMI(t, `
-apiVersion: kubevirt.io/v1
-kind: VirtualMachineInstance
-metadata: {name: evil, namespace: ns1}
-spec:
-  domain:
-    devices: {disks: [{name: root, disk: {bus: virtio}}]}
-    resources: {requests: {memory: 128Mi}}
-  volumes:
-  - {name: root, containerDisk: {image: evil}}
-`)
+	vmi := oneDiskVMI(t, "evil", `containerDisk: {image: evil}`)
 	err := prepareArtifacts(context.Background(), vmi, layout, sources)
 	if err == nil || !strings.Contains(err.Error(), "backing file of its own") {
 		t.Fatalf("got %v", err)
@@ -392,18 +391,7 @@ func TestHostDiskOrCreate(t *testing.T) {
 	layout, sources := testLayout(t)
 	dir := t.TempDir()
 	layout.HostDiskAllow = []string{dir}
-	vmi := artifactVMI(t, `
-apiVersion: kubevirt.io/v1
-kind: VirtualMachineInstance
-metadata: {name: hd, namespace: ns1}
-spec:
-  domain:
-    devices: {disks: [{name: data, disk: {bus: virtio}}]}
-    resources: {requests: {memory: 128Mi}}
-  volumes:
-  - name: data
-    hostDisk: {path: `+dir+`/data.img, type: DiskOrCreate, capacity: 10Mi}
-`)
+	vmi := oneDiskVMI(t, "hd", `hostDisk: {path: `+dir+`/data.img, type: DiskOrCreate, capacity: 10Mi}`)
 	if err := prepareArtifacts(context.Background(), vmi, layout, sources); err != nil {
 		t.Fatal(err)
 	}
@@ -492,7 +480,9 @@ spec:
 	}
 }
 
-// TestKernelBootFilesMustBeInTheStore.
+// TestKernelBootFilesMustBeInTheStore: a kernelBoot container's kernel and
+// initrd must be files of the image store; each missing one is refused with
+// its field path, and the VMI prepares once both are there.
 func TestKernelBootFilesMustBeInTheStore(t *testing.T) {
 	layout, sources := testLayout(t)
 	vmi := artifactVMI(t, `
@@ -580,18 +570,7 @@ func TestRemoveArtifactsRefusesBadLayouts(t *testing.T) {
 // TestUserDataBase64 decodes userDataBase64.
 func TestUserDataBase64(t *testing.T) {
 	layout, sources := testLayout(t)
-	vmi := artifactVMI(t, `
-apiVersion: kubevirt.io/v1
-kind: VirtualMachineInstance
-metadata: {name: b64, namespace: ns1}
-spec:
-  domain:
-    devices: {disks: [{name: ci, disk: {bus: virtio}}]}
-    resources: {requests: {memory: 128Mi}}
-  volumes:
-  - name: ci
-    cloudInitNoCloud: {userDataBase64: "`+base64.StdEncoding.EncodeToString([]byte("#cloud-config\nx: 1\n"))+`"}
-`)
+	vmi := oneDiskVMI(t, "b64", `cloudInitNoCloud: {userDataBase64: "`+base64.StdEncoding.EncodeToString([]byte("#cloud-config\nx: 1\n"))+`"}`)
 	if err := prepareArtifacts(context.Background(), vmi, layout, sources); err != nil {
 		t.Fatal(err)
 	}

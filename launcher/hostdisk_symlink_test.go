@@ -73,18 +73,7 @@ func TestHostDiskSymlinks(t *testing.T) {
 	for _, c := range cases {
 		layout.HostDiskAllow = []string{c.allow}
 		p := filepath.Join(c.allow, c.path)
-		vmi := artifactVMI(t, `
-apiVersion: kubevirt.io/v1
-kind: VirtualMachineInstance
-metadata: {name: hd, namespace: ns1}
-spec:
-  domain:
-    devices: {disks: [{name: data, disk: {bus: virtio}}]}
-    resources: {requests: {memory: 128Mi}}
-  volumes:
-  - name: data
-    hostDisk: {path: `+p+`, type: `+c.typ+`, capacity: 1Mi}
-`)
+		vmi := oneDiskVMI(t, "hd", `hostDisk: {path: `+p+`, type: `+c.typ+`, capacity: 1Mi}`)
 		err := prepareArtifacts(context.Background(), vmi, layout, sources)
 		if c.ok {
 			if err != nil {
