@@ -3,6 +3,7 @@ package api
 import (
 	"encoding/json"
 	"errors"
+	"maps"
 	"reflect"
 	"slices"
 	"strconv"
@@ -40,15 +41,10 @@ func locate(t reflect.Type, js []byte, p *field.Path, err error) (*field.Path, e
 	}
 	switch t.Kind() {
 	case reflect.Struct:
-		var obj map[string]json.RawMessage
-		if json.Unmarshal(js, &obj) != nil {
+		obj, keys, ok := members(js)
+		if !ok {
 			return p, err
 		}
-		keys := make([]string, 0, len(obj))
-		for k := range obj {
-			keys = append(keys, k)
-		}
-		slices.Sort(keys)
 		fields := fieldsOf(t)
 		for _, k := range keys {
 			ft, ok := fields[k]
@@ -73,15 +69,10 @@ func locate(t reflect.Type, js []byte, p *field.Path, err error) (*field.Path, e
 			}
 		}
 	case reflect.Map:
-		var obj map[string]json.RawMessage
-		if json.Unmarshal(js, &obj) != nil {
+		obj, keys, ok := members(js)
+		if !ok {
 			return p, err
 		}
-		keys := make([]string, 0, len(obj))
-		for k := range obj {
-			keys = append(keys, k)
-		}
-		slices.Sort(keys)
 		for _, k := range keys {
 			if cerr := decodeInto(t.Elem(), obj[k]); cerr != nil {
 				return locate(t.Elem(), obj[k], key(p, k), cerr)
@@ -89,6 +80,15 @@ func locate(t reflect.Type, js []byte, p *field.Path, err error) (*field.Path, e
 		}
 	}
 	return p, err
+}
+
+// members splits a JSON object into its members, with its keys sorted so
+// that the walk is deterministic; ok is false when js is not an object.
+func members(js []byte) (obj map[string]json.RawMessage, keys []string, ok bool) {
+	if json.Unmarshal(js, &obj) != nil {
+		return nil, nil, false
+	}
+	return obj, slices.Sorted(maps.Keys(obj)), true
 }
 
 func decodeInto(t reflect.Type, js []byte) error {

@@ -1,6 +1,8 @@
 package api
 
 import (
+	"fmt"
+
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	v1 "kubevirt.io/api/core/v1"
 )
@@ -85,3 +87,30 @@ func isTrue(b *bool) bool { return b != nil && *b }
 
 // isFalse reports whether an optional bool is set and false.
 func isFalse(b *bool) bool { return b != nil && !*b }
+
+// uniqueNames finds names used twice in one list of named entries (disks,
+// volumes, networks, interfaces).
+type uniqueNames struct {
+	list  *field.Path
+	first map[string]int
+}
+
+func newUniqueNames(list *field.Path) uniqueNames {
+	return uniqueNames{list: list, first: map[string]int{}}
+}
+
+// add records the name of entry i. A name an earlier entry has gives a
+// Duplicate error on entry i's name that points at the first use; why, if
+// set, follows it.
+func (u uniqueNames) add(i int, name, why string) *field.Error {
+	j, dup := u.first[name]
+	if !dup {
+		u.first[name] = i
+		return nil
+	}
+	detail := fmt.Sprintf("%s (also %s)", name, u.list.Index(j).Child("name"))
+	if why != "" {
+		detail += ": " + why
+	}
+	return field.Duplicate(u.list.Index(i).Child("name"), detail)
+}

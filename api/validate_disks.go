@@ -61,7 +61,7 @@ func validateDisks(vmi *v1.VirtualMachineInstance) field.ErrorList {
 	var errs field.ErrorList
 	disks := vmi.Spec.Domain.Devices.Disks
 	volumes := volumesByName(vmi)
-	seen := make(map[string]int, len(disks))
+	seen := newUniqueNames(disksPath)
 	for i := range disks {
 		d := &disks[i]
 		p := disksPath.Index(i)
@@ -70,10 +70,8 @@ func validateDisks(vmi *v1.VirtualMachineInstance) field.ErrorList {
 			errs = append(errs, field.Required(namePath, "a disk needs the name of its volume"))
 		} else {
 			errs = appendMsgs(errs, namePath, d.Name, validation.IsDNS1123Label(d.Name))
-			if j, dup := seen[d.Name]; dup {
-				errs = append(errs, field.Duplicate(namePath, fmt.Sprintf("%s (also %s)", d.Name, disksPath.Index(j).Child("name"))))
-			} else {
-				seen[d.Name] = i
+			if e := seen.add(i, d.Name, ""); e != nil {
+				errs = append(errs, e)
 			}
 		}
 		kinds := 0

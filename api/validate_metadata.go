@@ -1,6 +1,7 @@
 package api
 
 import (
+	"maps"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -46,7 +47,7 @@ func validateMetadata(vmi *v1.VirtualMachineInstance) field.ErrorList {
 		errs = appendMsgs(errs, metadataPath.Child("namespace"), vmi.Namespace, validation.IsDNS1123Label(vmi.Namespace))
 	}
 	labelsPath := metadataPath.Child("labels")
-	for _, k := range sortedStringKeys(vmi.Labels) {
+	for _, k := range slices.Sorted(maps.Keys(vmi.Labels)) {
 		// As Kubernetes does, a key that is not a name is reported at the
 		// labels themselves, with the key as the value: such a key (with a
 		// "]", a newline…) cannot be part of a path.
@@ -62,7 +63,7 @@ func validateMetadata(vmi *v1.VirtualMachineInstance) field.ErrorList {
 	}
 	annPath := metadataPath.Child("annotations")
 	total := 0
-	for _, k := range sortedStringKeys(vmi.Annotations) {
+	for _, k := range slices.Sorted(maps.Keys(vmi.Annotations)) {
 		errs = appendMsgs(errs, annPath, k, validation.IsQualifiedName(strings.ToLower(k)))
 		total += len(k) + len(vmi.Annotations[k])
 	}
@@ -109,16 +110,4 @@ func appendMsgs(errs field.ErrorList, p *field.Path, value any, msgs []string) f
 		errs = append(errs, field.Invalid(p, value, m))
 	}
 	return errs
-}
-
-func sortedStringKeys(m map[string]string) []string {
-	if len(m) == 0 {
-		return nil
-	}
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	slices.Sort(keys)
-	return keys
 }

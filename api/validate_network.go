@@ -32,7 +32,7 @@ func validateNetworks(vmi *v1.VirtualMachineInstance) field.ErrorList {
 	for _, iface := range vmi.Spec.Domain.Devices.Interfaces {
 		ifaces[iface.Name] = true
 	}
-	seen := map[string]int{}
+	seen := newUniqueNames(networksPath)
 	pods, multusDefaults := 0, 0
 	for i, n := range vmi.Spec.Networks {
 		p := networksPath.Index(i)
@@ -40,10 +40,8 @@ func validateNetworks(vmi *v1.VirtualMachineInstance) field.ErrorList {
 		if n.Name == "" {
 			errs = append(errs, field.Required(namePath, "a network needs a name"))
 		} else {
-			if j, dup := seen[n.Name]; dup {
-				errs = append(errs, field.Duplicate(namePath, fmt.Sprintf("%s (also %s)", n.Name, networksPath.Index(j).Child("name"))))
-			} else {
-				seen[n.Name] = i
+			if e := seen.add(i, n.Name, ""); e != nil {
+				errs = append(errs, e)
 			}
 			if !ifaces[n.Name] {
 				errs = append(errs, field.Invalid(namePath, n.Name, "no interface in "+ifacesPath.String()+" uses this network"))
@@ -102,7 +100,7 @@ func validateInterfaces(vmi *v1.VirtualMachineInstance) field.ErrorList {
 			defaultNet = n.Name
 		}
 	}
-	seen := map[string]int{}
+	seen := newUniqueNames(ifacesPath)
 	for i := range vmi.Spec.Domain.Devices.Interfaces {
 		iface := &vmi.Spec.Domain.Devices.Interfaces[i]
 		p := ifacesPath.Index(i)
@@ -110,10 +108,8 @@ func validateInterfaces(vmi *v1.VirtualMachineInstance) field.ErrorList {
 		if !ifaceNameSyntax.MatchString(iface.Name) {
 			errs = append(errs, field.Invalid(namePath, iface.Name, "may only contain letters, digits, '-' and '_'"))
 		}
-		if j, dup := seen[iface.Name]; dup {
-			errs = append(errs, field.Duplicate(namePath, fmt.Sprintf("%s (also %s): only one interface per network", iface.Name, ifacesPath.Index(j).Child("name"))))
-		} else {
-			seen[iface.Name] = i
+		if e := seen.add(i, iface.Name, "only one interface per network"); e != nil {
+			errs = append(errs, e)
 		}
 		netw, hasNet := networks[iface.Name]
 		if !hasNet {

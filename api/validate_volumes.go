@@ -73,7 +73,7 @@ func validateVolumes(vmi *v1.VirtualMachineInstance) field.ErrorList {
 	for _, f := range devs.Filesystems {
 		filesystems[f.Name] = true
 	}
-	seen := map[string]int{}
+	seen := newUniqueNames(volumesPath)
 	counts := map[string]int{}
 	for i := range vmi.Spec.Volumes {
 		v := &vmi.Spec.Volumes[i]
@@ -83,10 +83,8 @@ func validateVolumes(vmi *v1.VirtualMachineInstance) field.ErrorList {
 			errs = append(errs, field.Required(namePath, "a volume needs a name"))
 		} else {
 			errs = appendMsgs(errs, namePath, v.Name, validation.IsDNS1123Label(v.Name))
-			if j, dup := seen[v.Name]; dup {
-				errs = append(errs, field.Duplicate(namePath, fmt.Sprintf("%s (also %s)", v.Name, volumesPath.Index(j).Child("name"))))
-			} else {
-				seen[v.Name] = i
+			if e := seen.add(i, v.Name, ""); e != nil {
+				errs = append(errs, e)
 			}
 		}
 		if n := volumeSources(v); n != 1 {

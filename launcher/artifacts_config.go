@@ -2,9 +2,10 @@ package launcher
 
 import (
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
-	"sort"
+	"slices"
 	"strings"
 
 	"k8s.io/apimachinery/pkg/util/validation/field"
@@ -148,7 +149,7 @@ func readFolder(dir string, limit int64) ([]iso.File, error) {
 	if err := walk("", 0); err != nil {
 		return nil, err
 	}
-	sort.Slice(files, func(i, j int) bool { return files[i].Path < files[j].Path })
+	slices.SortFunc(files, func(a, b iso.File) int { return strings.Compare(a.Path, b.Path) })
 	return files, nil
 }
 
@@ -200,13 +201,8 @@ func downwardAPIValue(vmi *v1.VirtualMachineInstance, path string) (string, bool
 
 // formatMap is kubelet's rendering of labels and annotations.
 func formatMap(m map[string]string) string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
 	var b strings.Builder
-	for i, k := range keys {
+	for i, k := range slices.Sorted(maps.Keys(m)) {
 		if i > 0 {
 			b.WriteByte('\n')
 		}
