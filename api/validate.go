@@ -54,6 +54,7 @@ var ruleFamilies = []ruleFamily{
 	{"interfaces", validateInterfaces},
 	{"firmware", validateFirmware},
 	{"features", validateFeatures},
+	{"clock", validateClock},
 	{"devices", validateDevices},
 	{"lifecycle", validateLifecycle},
 	{"strings", validateStrings},

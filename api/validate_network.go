@@ -83,7 +83,8 @@ func validateNetworks(vmi *v1.VirtualMachineInstance) field.ErrorList {
 // discontinued ones (slirp, passt, macvtap), masquerade and passtBinding
 // only on the pod network and masquerade not with the MAC of the in-pod
 // bridge, a known model, state (absent only for bridge and not on the
-// default network, up/down not for SR-IOV), MAC and PCI address syntax,
+// default network, up/down not for SR-IOV), MAC and PCI address syntax —
+// and, as this library's own rule, a unicast MAC (libvirt refuses others) —
 // forwarded ports (named uniquely, 1-65535, TCP or UDP) on the pod network,
 // DHCP private options 224-254 without duplicates and NTP servers that are
 // IPv4 addresses.
@@ -128,6 +129,9 @@ func validateInterfaces(vmi *v1.VirtualMachineInstance) field.ErrorList {
 				errs = append(errs, field.Invalid(p.Child("macAddress"), iface.MacAddress, "not a MAC address such as 02:00:00:12:34:56"))
 			case len(mac) != 6:
 				errs = append(errs, field.Invalid(p.Child("macAddress"), iface.MacAddress, "not a 6-byte (EUI-48) MAC address"))
+			case mac[0]&1 != 0:
+				// KubeVirt lets it through; libvirt refuses to define the domain.
+				errs = append(errs, field.Invalid(p.Child("macAddress"), iface.MacAddress, "a multicast MAC address: a NIC needs a unicast one (even first byte)"))
 			}
 		}
 		if iface.PciAddress != "" && !pciAddressSyntax.MatchString(iface.PciAddress) {

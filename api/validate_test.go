@@ -410,6 +410,7 @@ func TestValidateNetwork(t *testing.T) {
 		{"malformed MAC", func(v *v1.VirtualMachineInstance) { iface(v).MacAddress = "02:00:00:00:00" }, []string{inv + "spec.domain.devices.interfaces[0].macAddress"}},
 		{"EUI-64 MAC", func(v *v1.VirtualMachineInstance) { iface(v).MacAddress = "02:00:00:00:00:00:00:01" }, []string{inv + "spec.domain.devices.interfaces[0].macAddress"}},
 		{"dashed MAC is fine", func(v *v1.VirtualMachineInstance) { iface(v).MacAddress = "02-00-00-12-34-56" }, nil},
+		{"multicast MAC", func(v *v1.VirtualMachineInstance) { iface(v).MacAddress = "01:00:5e:00:00:01" }, []string{inv + "spec.domain.devices.interfaces[0].macAddress"}},
 		{"malformed PCI address", func(v *v1.VirtualMachineInstance) { iface(v).PciAddress = "0000:00:1g.0" }, []string{inv + "spec.domain.devices.interfaces[0].pciAddress"}},
 		{"unknown state", func(v *v1.VirtualMachineInstance) { iface(v).State = "sleeping" }, []string{ns + "spec.domain.devices.interfaces[0].state"}},
 		{"absent on the default network", func(v *v1.VirtualMachineInstance) { iface(v).State = v1.InterfaceStateAbsent }, []string{inv + "spec.domain.devices.interfaces[0].state"}},
@@ -564,6 +565,10 @@ func TestValidateStrings(t *testing.T) {
 		{"timezone escaping zoneinfo", func(v *v1.VirtualMachineInstance) { v.Spec.Domain.Clock = tz("../../etc/passwd") }, []string{inv + "spec.domain.clock.timezone"}},
 		{"absolute timezone", func(v *v1.VirtualMachineInstance) { v.Spec.Domain.Clock = tz("/etc/localtime") }, []string{inv + "spec.domain.clock.timezone"}},
 		{"timezone fine", func(v *v1.VirtualMachineInstance) { v.Spec.Domain.Clock = tz("America/Argentina/Buenos_Aires") }, nil},
+		{"utc and timezone", func(v *v1.VirtualMachineInstance) {
+			v.Spec.Domain.Clock = tz("Europe/Berlin")
+			v.Spec.Domain.Clock.UTC = &v1.ClockOffsetUTC{}
+		}, []string{inv + "spec.domain.clock"}},
 		{"serial with NUL", func(v *v1.VirtualMachineInstance) { v.Spec.Domain.Firmware.Serial = "a\x00b" }, []string{inv + "spec.domain.firmware.serial"}},
 		{"chassis with newline", func(v *v1.VirtualMachineInstance) { v.Spec.Domain.Chassis = &v1.Chassis{Asset: "a\nb"} }, []string{inv + "spec.domain.chassis.asset"}},
 		{"long chassis serial", func(v *v1.VirtualMachineInstance) {
