@@ -47,6 +47,11 @@ const (
 // input, several documents, non-object documents and documents larger than
 // MaxDocumentSize are refused. Every error is a *DecodeError.
 //
+// Unlike the Kubernetes API server, Decode refuses a quantity of more than
+// 100 characters or with an exponent beyond ±1000 ("1e-2000000000"):
+// resource.ParseQuantity's time grows with the square of the exponent, and
+// such text would keep it busy for hours.
+//
 // A VirtualMachine gives a VMI named after the VM, in the VM's namespace,
 // with the template's labels and annotations. The VM's instance type and
 // preference (which live in a cluster) are not applied, and its run

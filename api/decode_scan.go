@@ -6,7 +6,10 @@ import (
 	"errors"
 	"reflect"
 
+	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/util/validation/field"
+
+	"github.com/vmi2libvirt/vmi2libvirt/internal/quantity"
 )
 
 // errScan reports JSON the scanner cannot follow. Decode only scans JSON
@@ -15,7 +18,8 @@ var errScan = errors.New("malformed JSON")
 
 // jsonScan checks the keys of a JSON document against a Go type in one pass
 // over the bytes, without building a tree: it finds keys that no field of
-// the type at their place takes, and keys that repeat within one object.
+// the type at their place takes, keys that repeat within one object, and
+// quantities whose text would make resource.ParseQuantity run unbounded.
 // The first pass only counts; when it finds something, a second pass with
 // record set builds the errors, with paths, in document order.
 type jsonScan struct {
@@ -79,8 +83,9 @@ func scanHeader(js []byte) (map[string]any, error) {
 }
 
 // checkKeys returns an error for every key of the JSON document js that no
-// field of t (a pointer to a struct type) takes, and for every key repeated
-// within an object, in document order.
+// field of t (a pointer to a struct type) takes, for every key repeated
+// within an object, and for every quantity quantity.Check refuses, in
+// document order.
 func checkKeys(t reflect.Type, js []byte) (field.ErrorList, error) {
 	s := &jsonScan{data: js}
 	if err := s.value(t, nil); err != nil {
@@ -150,8 +155,37 @@ func (s *jsonScan) value(t reflect.Type, p *field.Path) error {
 			}
 		}
 	default:
+		if t == quantityType {
+			return s.quantity(p)
+		}
 		return s.skip()
 	}
+}
+
+// quantityType is resource.Quantity: its text is checked before the JSON
+// decoder hands it to resource.ParseQuantity (see internal/quantity).
+var quantityType = reflect.TypeOf(resource.Quantity{})
+
+// quantity moves past a value that decodes into a resource.Quantity, a
+// string or a bare number, and finds text whose parsing would take
+// unbounded time (quantity.Check).
+func (s *jsonScan) quantity(p *field.Path) error {
+	start := s.pos
+	if err := s.skip(); err != nil {
+		return err
+	}
+	raw := s.data[start:s.pos]
+	text := string(raw)
+	if raw[0] == '"' && json.Unmarshal(raw, &text) != nil {
+		return errScan
+	}
+	if err := quantity.Check(text); err != nil {
+		s.count++
+		if s.record {
+			s.errs = append(s.errs, field.Invalid(p, text, err.Error()))
+		}
+	}
+	return nil
 }
 
 // object scans an object whose opening brace is at the current position.

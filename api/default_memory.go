@@ -4,6 +4,8 @@ import (
 	k8sv1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	v1 "kubevirt.io/api/core/v1"
+
+	"github.com/vmi2libvirt/vmi2libvirt/internal/quantity"
 )
 
 // Memory hotplug constraints of KubeVirt (pkg/liveupdate/memory).
@@ -38,7 +40,7 @@ func defaultGuestMemory(vmi *v1.VirtualMachineInstance, _ ClusterConfig) {
 			d.Memory.Guest = &q
 		}
 	} else if d.Memory.Hugepages != nil {
-		if q, err := resource.ParseQuantity(d.Memory.Hugepages.PageSize); err == nil {
+		if q, err := quantity.Parse(d.Memory.Hugepages.PageSize); err == nil {
 			d.Memory.Guest = &q
 		}
 	}

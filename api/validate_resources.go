@@ -7,6 +7,8 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	v1 "kubevirt.io/api/core/v1"
+
+	"github.com/vmi2libvirt/vmi2libvirt/internal/quantity"
 )
 
 // Limits of this library (not KubeVirt's admission): what no amd64 guest
@@ -98,6 +100,9 @@ func validateHugepages(vmi *v1.VirtualMachineInstance) field.ErrorList {
 	d := &vmi.Spec.Domain
 	pagePath := memoryPath.Child("hugepages", "pageSize")
 	ps := d.Memory.Hugepages.PageSize
+	if err := quantity.Check(ps); err != nil {
+		return field.ErrorList{field.Invalid(pagePath, ps, err.Error())}
+	}
 	page, err := resource.ParseQuantity(ps)
 	if err != nil {
 		return field.ErrorList{field.Invalid(pagePath, ps, "not a quantity such as 2Mi or 1Gi")}

@@ -6,6 +6,8 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	v1 "kubevirt.io/api/core/v1"
 	"libvirt.org/go/libvirtxml"
+
+	"github.com/vmi2libvirt/vmi2libvirt/internal/quantity"
 )
 
 var memoryPath = domainPath.Child("memory")
@@ -115,7 +117,7 @@ func (c *converter) hugepageKiB() (uint, error) {
 	if s == "" {
 		return 0, nil
 	}
-	q, err := resource.ParseQuantity(s)
+	q, err := quantity.Parse(s)
 	if err != nil {
 		return 0, field.Invalid(p, s, "not a quantity: "+err.Error())
 	}
