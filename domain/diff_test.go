@@ -38,6 +38,35 @@ func TestDiffEqual(t *testing.T) {
 	}
 }
 
+// TestDiffIgnoresUnmarshalFill: libvirtxml's Unmarshal gives a USB
+// controller and a tablet empty USB options and source structs that a
+// domain built in Go leaves nil; both marshal to the same XML, so Diff
+// finds them equal.
+func TestDiffIgnoresUnmarshalFill(t *testing.T) {
+	built := &libvirtxml.Domain{Type: "kvm", Name: "fill", Devices: &libvirtxml.DomainDeviceList{
+		Controllers: []libvirtxml.DomainController{{Type: "usb", Model: "none"}, {Type: "virtio-serial"}},
+		Inputs:      []libvirtxml.DomainInput{{Type: "tablet", Bus: "usb"}},
+	}}
+	xml, err := domain.Marshal(built)
+	if err != nil {
+		t.Fatal(err)
+	}
+	parsed, err := domain.Unmarshal(xml)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c := parsed.Devices.Controllers; c[0].USB == nil || c[1].VirtIOSerial == nil || parsed.Devices.Inputs[0].Source == nil {
+		t.Fatalf("libvirtxml no longer fills in empty structs (the test has nothing to check): %+v", parsed.Devices)
+	}
+	if d := domain.Diff(built, parsed); d != "" {
+		t.Errorf("want no diff, got:\n%s", d)
+	}
+	parsed.Devices.Controllers[0].Model = "qemu-xhci"
+	if d := domain.Diff(built, parsed); !strings.Contains(d, "qemu-xhci") {
+		t.Errorf("a real change next to the filled structs is not reported:\n%s", d)
+	}
+}
+
 // TestDiffFinds checks that each kind of difference shows up, under the
 // path of the field that differs.
 func TestDiffFinds(t *testing.T) {
