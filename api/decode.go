@@ -7,6 +7,7 @@ import (
 	"io"
 	"reflect"
 	"regexp"
+	"slices"
 	"strings"
 	"unicode/utf8"
 
@@ -121,7 +122,9 @@ const VMDefaultInputName = "default-0"
 // kubevirt.io/cluster-instancetype-name, kubevirt.io/preference-name,
 // kubevirt.io/cluster-preference-name), so that nothing the VM said is lost.
 // The run strategy, data volume templates and volume update strategy only
-// concern the cluster's handling of the VM and have no VMI counterpart.
+// concern the cluster's handling of the VM and have no VMI counterpart (the
+// run strategy is still checked as KubeVirt's VM admission does:
+// checkRunStrategy).
 // Like KubeVirt's VM controller, it gives a template without a firmware UUID
 // the one derived from the VM's name (VMFirmwareUUID), and a template with
 // autoattachInputDevice true and no input the input VMDefaultInputName
@@ -132,6 +135,9 @@ func vmFromVM(vm *v1.VirtualMachine) (*v1.VirtualMachineInstance, error) {
 	if tpl == nil {
 		return nil, fieldErrors(field.Required(field.NewPath("spec", "template"),
 			"a VirtualMachine needs a template to make a VirtualMachineInstance from"))
+	}
+	if err := checkRunStrategy(&vm.Spec); err != nil {
+		return nil, fieldErrors(err)
 	}
 	annotations := tpl.ObjectMeta.Annotations
 	if it, pref := vm.Spec.Instancetype, vm.Spec.Preference; it != nil || pref != nil {
@@ -176,6 +182,30 @@ func vmFromVM(vm *v1.VirtualMachine) (*v1.VirtualMachineInstance, error) {
 		},
 		Spec: spec,
 	}, nil
+}
+
+// runStrategies are the run strategies KubeVirt's VM admission accepts
+// without a feature gate (WaitAsReceiver needs DecentralizedLiveMigration).
+var runStrategies = []string{
+	string(v1.RunStrategyAlways), string(v1.RunStrategyRerunOnFailure), string(v1.RunStrategyManual),
+	string(v1.RunStrategyHalted), string(v1.RunStrategyOnce),
+}
+
+// checkRunStrategy applies KubeVirt's VM admission rule for the run
+// strategy: exactly one of spec.running (deprecated) and spec.runStrategy,
+// and a known strategy. The strategy does not shape the VMI, but a VM
+// KubeVirt would refuse is refused here too.
+func checkRunStrategy(spec *v1.VirtualMachineSpec) *field.Error {
+	p := field.NewPath("spec", "runStrategy")
+	switch {
+	case spec.Running != nil && spec.RunStrategy != nil:
+		return field.Invalid(p, string(*spec.RunStrategy), "spec.running and spec.runStrategy are mutually exclusive (spec.running is deprecated)")
+	case spec.Running == nil && spec.RunStrategy == nil:
+		return field.Required(p, "a VirtualMachine needs a run strategy (or the deprecated spec.running)")
+	case spec.RunStrategy != nil && !slices.Contains(runStrategies, string(*spec.RunStrategy)):
+		return field.NotSupported(p, string(*spec.RunStrategy), runStrategies)
+	}
+	return nil
 }
 
 // namespacedKind tells whether a matcher's kind names the namespaced kind

@@ -53,6 +53,9 @@ func TestDecodeErrors(t *testing.T) {
 		{"object for a string", vmiHeader + "spec:\n  hostname: {a: b}\n", "spec.hostname: cannot decode object as a string"},
 		{"too large", vmiHeader + "spec:\n  hostname: " + strings.Repeat("a", 3<<20) + "\n", "document of 3145823 bytes is larger than 3145728 bytes (3 MiB, the Kubernetes API server's limit)"},
 		{"VM without template", "apiVersion: kubevirt.io/v1\nkind: VirtualMachine\nmetadata: {name: v}\nspec: {}\n", "spec.template: Required value: a VirtualMachine needs a template to make a VirtualMachineInstance from"},
+		{"VM without run strategy", "apiVersion: kubevirt.io/v1\nkind: VirtualMachine\nmetadata: {name: v}\nspec:\n  template: {spec: {domain: {devices: {}}}}\n", "spec.runStrategy: Required value: a VirtualMachine needs a run strategy (or the deprecated spec.running)"},
+		{"VM with running and run strategy", "apiVersion: kubevirt.io/v1\nkind: VirtualMachine\nmetadata: {name: v}\nspec:\n  running: true\n  runStrategy: Always\n  template: {spec: {domain: {devices: {}}}}\n", "spec.runStrategy: spec.running and spec.runStrategy are mutually exclusive (spec.running is deprecated)"},
+		{"VM with unknown run strategy", "apiVersion: kubevirt.io/v1\nkind: VirtualMachine\nmetadata: {name: v}\nspec:\n  runStrategy: Sometimes\n  template: {spec: {domain: {devices: {}}}}\n", "spec.runStrategy: Unsupported value: \"Sometimes\": supported values: \"Always\", \"RerunOnFailure\", \"Manual\", \"Halted\", \"Once\""},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -214,6 +217,7 @@ func TestDecodeRecordsInstancetypeAndPreference(t *testing.T) {
 kind: VirtualMachine
 metadata: {name: vm1, namespace: ns1}
 spec:
+  runStrategy: Always
   instancetype: {name: u1.small}
   preference: {kind: VirtualMachinePreference, name: fedora}
   template:

@@ -16,7 +16,7 @@ func TestVMFirmwareUUID(t *testing.T) {
 		"win":          "bb56c04c-25ef-50a6-addd-3d792f86bc85",
 	} {
 		doc := "apiVersion: kubevirt.io/v1\nkind: VirtualMachine\nmetadata:\n  name: " + name +
-			"\n  namespace: other\nspec:\n  template:\n    spec:\n      domain:\n        firmware: {serial: s1}\n        devices: {}\n"
+			"\n  namespace: other\nspec:\n  runStrategy: Always\n  template:\n    spec:\n      domain:\n        firmware: {serial: s1}\n        devices: {}\n"
 		vmi, err := Decode([]byte(doc))
 		if err != nil {
 			t.Fatal(err)
@@ -30,7 +30,7 @@ func TestVMFirmwareUUID(t *testing.T) {
 	}
 
 	// A template's own UUID is kept, and a bare VMI still gets Default's.
-	vmi, err := Decode([]byte("apiVersion: kubevirt.io/v1\nkind: VirtualMachine\nmetadata: {name: a}\nspec:\n  template:\n    spec:\n      domain:\n        firmware: {uuid: 5d307ca9-b3ef-428c-8861-06e72d69f223}\n        devices: {}\n"))
+	vmi, err := Decode([]byte("apiVersion: kubevirt.io/v1\nkind: VirtualMachine\nmetadata: {name: a}\nspec:\n  runStrategy: Always\n  template:\n    spec:\n      domain:\n        firmware: {uuid: 5d307ca9-b3ef-428c-8861-06e72d69f223}\n        devices: {}\n"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -51,7 +51,7 @@ func TestVMFirmwareUUID(t *testing.T) {
 // "default-0", and that a bare VMI or a template with inputs does not
 // (checked against KubeVirt's code at d923fdb815).
 func TestVMAutoattachInput(t *testing.T) {
-	const vm = "apiVersion: kubevirt.io/v1\nkind: VirtualMachine\nmetadata: {name: a}\nspec:\n  template:\n    spec:\n      domain:\n        devices:\n          autoattachInputDevice: true\n"
+	const vm = "apiVersion: kubevirt.io/v1\nkind: VirtualMachine\nmetadata: {name: a}\nspec:\n  runStrategy: Always\n  template:\n    spec:\n      domain:\n        devices:\n          autoattachInputDevice: true\n"
 	const vmi = "apiVersion: kubevirt.io/v1\nkind: VirtualMachineInstance\nmetadata: {name: a}\nspec:\n  domain:\n    devices:\n      autoattachInputDevice: true\n"
 	for _, tc := range []struct {
 		name, doc string

@@ -29,6 +29,7 @@ func TestInDocument(t *testing.T) {
 kind: VirtualMachine
 metadata: {name: vm}
 spec:
+  runStrategy: Always
   template:
     spec:
       domain:

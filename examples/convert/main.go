@@ -16,6 +16,8 @@ import (
 	"path/filepath"
 	"strings"
 
+	"k8s.io/apimachinery/pkg/util/validation/field"
+
 	"github.com/vmi2libvirt/vmi2libvirt/api"
 	"github.com/vmi2libvirt/vmi2libvirt/convert"
 	"github.com/vmi2libvirt/vmi2libvirt/domain"
@@ -78,21 +80,25 @@ func main() {
 	}
 }
 
-// convertFile runs the whole pure pipeline on one file.
+// convertFile runs the whole pure pipeline on one file. Errors name the
+// path of the field in the file: for a VirtualMachine, spec.template.spec.…
 func convertFile(file string, opts convert.Options) ([]byte, error) {
 	data, err := os.ReadFile(file)
 	if err != nil {
 		return nil, err
 	}
-	vmi, err := api.Decode(data)
+	vmi, kind, err := api.DecodeDocument(data)
 	if err != nil {
 		return nil, err
 	}
 	api.Default(vmi, api.ClusterConfig{})
 	if errs := api.Validate(vmi); len(errs) > 0 {
-		return nil, errs.ToAggregate()
+		return nil, api.InDocument(kind, errs).ToAggregate()
 	}
 	d, err := convert.Convert(vmi, opts)
+	if fe, ok := err.(*field.Error); ok {
+		return nil, api.InDocument(kind, field.ErrorList{fe})[0]
+	}
 	if err != nil {
 		return nil, err
 	}

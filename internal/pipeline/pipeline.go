@@ -11,6 +11,7 @@ package pipeline
 import (
 	"fmt"
 
+	"k8s.io/apimachinery/pkg/util/validation/field"
 	v1 "kubevirt.io/api/core/v1"
 	"libvirt.org/go/libvirtxml"
 
@@ -33,34 +34,44 @@ type Result struct {
 // Prepare decodes one VirtualMachineInstance (or VirtualMachine) document,
 // applies KubeVirt's admission defaults with cluster and validates it. The
 // VMI is returned even when validation fails; the validation errors come
-// back as their aggregate (errs.ToAggregate()).
+// back as their aggregate (errs.ToAggregate()), with the paths of the
+// document (api.InDocument: spec.template.spec.… for a VirtualMachine).
 func Prepare(data []byte, cluster api.ClusterConfig) (*v1.VirtualMachineInstance, error) {
-	vmi, err := api.Decode(data)
+	vmi, _, err := prepare(data, cluster)
+	return vmi, err
+}
+
+// prepare is Prepare, also returning the kind of the document.
+func prepare(data []byte, cluster api.ClusterConfig) (*v1.VirtualMachineInstance, string, error) {
+	vmi, kind, err := api.DecodeDocument(data)
 	if err != nil {
-		return nil, err
+		return nil, kind, err
 	}
 	api.Default(vmi, cluster)
 	if errs := api.Validate(vmi); len(errs) > 0 {
-		return vmi, errs.ToAggregate()
+		return vmi, kind, api.InDocument(kind, errs).ToAggregate()
 	}
-	return vmi, nil
+	return vmi, kind, nil
 }
 
 // Convert runs the whole pipeline and returns every stage's result.
 //
-// The error is the first failing stage's, as that stage returned it: a
-// *api.DecodeError from Decode, the field.ErrorList of Validate as its
-// aggregate (every error naming its field path), the *field.Error or error
-// of Convert, and a marshal failure prefixed with "marshal: ". Its message
-// is what the golden error.txt files and the invalid-VMI catalogue's .err
-// files hold.
+// The error is the first failing stage's: a *api.DecodeError from Decode,
+// the field.ErrorList of Validate as its aggregate (every error naming its
+// field path), the *field.Error or error of Convert, and a marshal failure
+// prefixed with "marshal: ". Field paths are those of the document
+// (api.InDocument). Its message is what the golden error.txt files and the
+// invalid-VMI catalogue's .err files hold.
 func Convert(data []byte, cluster api.ClusterConfig, opts convert.Options) (Result, error) {
-	vmi, err := Prepare(data, cluster)
+	vmi, kind, err := prepare(data, cluster)
 	if err != nil {
 		return Result{VMI: vmi}, err
 	}
 	d, err := convert.Convert(vmi, opts)
 	if err != nil {
+		if fe, ok := err.(*field.Error); ok {
+			err = api.InDocument(kind, field.ErrorList{fe})[0]
+		}
 		return Result{VMI: vmi}, err
 	}
 	xml, err := domain.Marshal(d)
