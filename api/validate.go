@@ -52,6 +52,7 @@ var ruleFamilies = []ruleFamily{
 	{"boot order", validateBootOrder},
 	{"networks", validateNetworks},
 	{"interfaces", validateInterfaces},
+	{"pci addresses", validatePCIAddresses},
 	{"firmware", validateFirmware},
 	{"features", validateFeatures},
 	{"clock", validateClock},

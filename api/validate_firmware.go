@@ -13,7 +13,8 @@ import (
 // launch security (SEV, SNP, TDX) is one kind, with EFI, without secure boot
 // for SEV/SNP, without persistent EFI variables for SNP/TDX, without SMM
 // for TDX, SEV attestation only when starting paused and no bootable NIC —
-// and this library's own: firmware.uuid must be a UUID.
+// and this library's own: firmware.uuid must be a UUID, and EFI needs ACPI
+// (libvirt refuses UEFI without it on x86).
 func validateFirmware(vmi *v1.VirtualMachineInstance) field.ErrorList {
 	var errs field.ErrorList
 	d := &vmi.Spec.Domain
@@ -35,6 +36,10 @@ func validateFirmware(vmi *v1.VirtualMachineInstance) field.ErrorList {
 					why = "secure boot needs SMM: set " + featuresPath.Child("smm").String() + ": {} (or secureBoot: false)"
 				}
 				errs = append(errs, field.Invalid(firmwarePath.Child("bootloader", "efi", "secureBoot"), true, why))
+			}
+			if f := d.Features; bl.EFI != nil && f != nil && f.ACPI.Enabled != nil && !*f.ACPI.Enabled {
+				errs = append(errs, field.Invalid(featuresPath.Child("acpi", "enabled"), false,
+					"UEFI ("+firmwarePath.Child("bootloader", "efi").String()+") needs ACPI: libvirt refuses the domain without it"))
 			}
 		}
 		if kb := fw.KernelBoot; kb != nil {

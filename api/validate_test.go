@@ -613,3 +613,37 @@ func TestValidateAccessAndProbes(t *testing.T) {
 		}, []string{inv + "spec.readinessProbe.httpGet"}},
 	})
 }
+
+func TestValidatePCIAddresses(t *testing.T) {
+	diskAt := func(v *v1.VirtualMachineInstance, addr string) {
+		v.Spec.Domain.Devices.Disks[0].Disk.PciAddress = addr
+	}
+	iface := func(v *v1.VirtualMachineInstance) *v1.Interface { return &v.Spec.Domain.Devices.Interfaces[0] }
+	runValidate(t, []vcase{
+		{"fine", func(v *v1.VirtualMachineInstance) { diskAt(v, "0000:00:0a.0") }, nil},
+		{"bus 5 is fine", func(v *v1.VirtualMachineInstance) { diskAt(v, "0000:05:00.0") }, nil},
+		{"PCI domain 1", func(v *v1.VirtualMachineInstance) { diskAt(v, "0001:00:0a.0") }, []string{inv + "spec.domain.devices.disks[0].disk.pciAddress"}},
+		{"slot 0x20", func(v *v1.VirtualMachineInstance) { diskAt(v, "0000:01:20.0") }, []string{inv + "spec.domain.devices.disks[0].disk.pciAddress"}},
+		{"host bridge slot", func(v *v1.VirtualMachineInstance) { diskAt(v, "0000:00:00.0") }, []string{inv + "spec.domain.devices.disks[0].disk.pciAddress"}},
+		{"ICH9 slot", func(v *v1.VirtualMachineInstance) { diskAt(v, "0000:00:1F.2") }, []string{inv + "spec.domain.devices.disks[0].disk.pciAddress"}},
+		{"same address twice", func(v *v1.VirtualMachineInstance) {
+			diskAt(v, "0000:00:0a.0")
+			iface(v).PciAddress = "0000:00:0A.0"
+		}, []string{dup + "spec.domain.devices.interfaces[0].pciAddress"}},
+	})
+}
+
+func TestValidateEFINeedsACPI(t *testing.T) {
+	efi := func(v *v1.VirtualMachineInstance, acpi *bool) {
+		v.Spec.Domain.Firmware = &v1.Firmware{Bootloader: &v1.Bootloader{EFI: &v1.EFI{SecureBoot: ptr(false)}}}
+		v.Spec.Domain.Features = &v1.Features{ACPI: v1.FeatureState{Enabled: acpi}}
+	}
+	runValidate(t, []vcase{
+		{"EFI with ACPI", func(v *v1.VirtualMachineInstance) { efi(v, nil) }, nil},
+		{"EFI with ACPI enabled", func(v *v1.VirtualMachineInstance) { efi(v, ptr(true)) }, nil},
+		{"EFI without ACPI", func(v *v1.VirtualMachineInstance) { efi(v, ptr(false)) }, []string{inv + "spec.domain.features.acpi.enabled"}},
+		{"BIOS without ACPI", func(v *v1.VirtualMachineInstance) {
+			v.Spec.Domain.Features = &v1.Features{ACPI: v1.FeatureState{Enabled: ptr(false)}}
+		}, nil},
+	})
+}
