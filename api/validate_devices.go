@@ -3,6 +3,7 @@ package api
 import (
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	v1 "kubevirt.io/api/core/v1"
+	"regexp"
 )
 
 var (
@@ -20,16 +21,16 @@ var (
 // named sound device, known panic device models, at most one GPU display
 // with ramfb, a known IO threads policy (supplementalPool with a thread
 // count). Names of inputs, the watchdog, filesystems, GPUs and host
-// devices must be set, as KubeVirt's schema requires.
+// devices must be set, as KubeVirt's schema requires; those that become
+// libvirt aliases (ua-<name>: inputs, the watchdog, the sound device, GPUs,
+// host devices) must be libvirt alias names, this library's own rule.
 func validateDevices(vmi *v1.VirtualMachineInstance) field.ErrorList {
 	var errs field.ErrorList
 	d := &vmi.Spec.Domain
 	devs := &d.Devices
 	for i, in := range devs.Inputs {
 		p := devicesPath.Child("inputs").Index(i)
-		if in.Name == "" {
-			errs = append(errs, field.Required(p.Child("name"), "an input device needs a name"))
-		}
+		errs = append(errs, deviceName(p.Child("name"), in.Name, "an input device needs a name")...)
 		if in.Bus != "" && !containsString(inputBuses, string(in.Bus)) {
 			errs = append(errs, field.NotSupported(p.Child("bus"), in.Bus, inputBuses))
 		}
@@ -38,9 +39,7 @@ func validateDevices(vmi *v1.VirtualMachineInstance) field.ErrorList {
 		}
 	}
 	if w := devs.Watchdog; w != nil {
-		if w.Name == "" {
-			errs = append(errs, field.Required(devicesPath.Child("watchdog", "name"), "a watchdog needs a name"))
-		}
+		errs = append(errs, deviceName(devicesPath.Child("watchdog", "name"), w.Name, "a watchdog needs a name")...)
 		if w.Diag288 != nil {
 			errs = append(errs, field.NotSupported(devicesPath.Child("watchdog", "diag288"), "diag288", []string{"i6300esb"}))
 		} else if w.I6300ESB == nil {
@@ -60,9 +59,7 @@ func validateDevices(vmi *v1.VirtualMachineInstance) field.ErrorList {
 		if s.Model != "" && !containsString(soundModels, s.Model) {
 			errs = append(errs, field.NotSupported(devicesPath.Child("sound", "model"), s.Model, soundModels))
 		}
-		if s.Name == "" {
-			errs = append(errs, field.Required(devicesPath.Child("sound", "name"), "a sound device needs a name"))
-		}
+		errs = append(errs, deviceName(devicesPath.Child("sound", "name"), s.Name, "a sound device needs a name")...)
 	}
 	for i, pd := range devs.PanicDevices {
 		if pd.Model != nil && !containsString(panicModels, string(*pd.Model)) {
@@ -71,9 +68,7 @@ func validateDevices(vmi *v1.VirtualMachineInstance) field.ErrorList {
 	}
 	ramfb := 0
 	for i, g := range devs.GPUs {
-		if g.Name == "" {
-			errs = append(errs, field.Required(devicesPath.Child("gpus").Index(i).Child("name"), "a GPU needs a name"))
-		}
+		errs = append(errs, deviceName(devicesPath.Child("gpus").Index(i).Child("name"), g.Name, "a GPU needs a name")...)
 		if o := g.VirtualGPUOptions; o != nil && o.Display != nil &&
 			(o.Display.Enabled == nil || *o.Display.Enabled) && (o.Display.RamFB == nil || enabled(o.Display.RamFB)) {
 			ramfb++
@@ -88,9 +83,7 @@ func validateDevices(vmi *v1.VirtualMachineInstance) field.ErrorList {
 		}
 	}
 	for i, hd := range devs.HostDevices {
-		if hd.Name == "" {
-			errs = append(errs, field.Required(devicesPath.Child("hostDevices").Index(i).Child("name"), "a host device needs a name"))
-		}
+		errs = append(errs, deviceName(devicesPath.Child("hostDevices").Index(i).Child("name"), hd.Name, "a host device needs a name")...)
 	}
 	if pol := d.IOThreadsPolicy; pol != nil {
 		if !containsString(ioThreadPolicies, string(*pol)) {
@@ -174,4 +167,21 @@ func validateLifecycle(vmi *v1.VirtualMachineInstance) field.ErrorList {
 		errs = append(errs, field.Invalid(specPath.Child("terminationGracePeriodSeconds"), *g, "must not be negative"))
 	}
 	return errs
+}
+
+// aliasNameSyntax is what libvirt's schema allows in a device alias
+// (aliasName in domaincommon.rng).
+var aliasNameSyntax = regexp.MustCompile(`^[a-zA-Z0-9_.-]+$`)
+
+// deviceName checks the name of a device that the converter makes the
+// device's alias, ua-<name>: set (required says why), and made of what an
+// alias may hold.
+func deviceName(p *field.Path, name, required string) field.ErrorList {
+	switch {
+	case name == "":
+		return field.ErrorList{field.Required(p, required)}
+	case !aliasNameSyntax.MatchString(name):
+		return field.ErrorList{field.Invalid(p, name, "becomes the device's libvirt alias: only letters, digits, '_', '-' and '.'")}
+	}
+	return nil
 }

@@ -2,9 +2,9 @@ package convert_test
 
 // Hostile strings and paths (issue 4, part 3): a tenant's VMI carries XML
 // specials, quotes, newlines, NUL, "..", absolute paths and 64 KiB values
-// in 27 of the strings the pipeline passes on. Each must be refused with
-// an error naming a field path, or become XML that is well-formed and says
-// exactly what the VMI said; in the host layout no path of the domain or of
+// in the strings the pipeline passes on. Each must be refused with
+// an error naming a field path, or become XML that is well-formed, valid
+// by libvirt's schema and says exactly what the VMI said; in the host layout no path of the domain or of
 // HostLayout.Artifacts may leave the VMI's state folder or the image store,
 // except a hostDisk under a folder of HostLayout.HostDiskAllow (or a claim
 // the embedder mapped). Expected outcomes are the rules above, not
@@ -29,11 +29,13 @@ import (
 	"github.com/vmi2libvirt/vmi2libvirt/api"
 	"github.com/vmi2libvirt/vmi2libvirt/convert"
 	"github.com/vmi2libvirt/vmi2libvirt/domain"
+	"github.com/vmi2libvirt/vmi2libvirt/internal/golden"
 )
 
 // hostileBase is the VMI each case changes in one place: a containerDisk,
 // a disk with a serial, a hostDisk, a claim, cloud-init user-data, kernel
-// boot from the image store, and a multus network beside the pod network.
+// boot from the image store, a multus network beside the pod network, and
+// named devices (a tablet, a watchdog, a sound card).
 const hostileBase = `
 apiVersion: kubevirt.io/v1
 kind: VirtualMachineInstance
@@ -61,6 +63,10 @@ spec:
       interfaces:
       - {name: default, masquerade: {}}
       - {name: blue, bridge: {}}
+      inputs:
+      - {name: tablet, type: tablet, bus: usb}
+      watchdog: {name: wd, i6300esb: {}}
+      sound: {name: snd, model: ich9}
     resources: {requests: {memory: 128Mi}}
   networks:
   - {name: default, pod: {}}
@@ -261,6 +267,18 @@ var hostileFields = []hostileField{
 	{path: "firmware uuid", set: func(v *v1.VirtualMachineInstance, s string) { v.Spec.Domain.Firmware.UUID = types.UID(s) }},
 	{path: "interface model", set: func(v *v1.VirtualMachineInstance, s string) { v.Spec.Domain.Devices.Interfaces[0].Model = s }},
 	{path: "hostname", set: func(v *v1.VirtualMachineInstance, s string) { v.Spec.Hostname = s }},
+	{path: "input name", set: func(v *v1.VirtualMachineInstance, s string) { v.Spec.Domain.Devices.Inputs[0].Name = s },
+		get: func(d *libvirtxml.Domain, s string) (string, string) {
+			return d.Devices.Inputs[0].Alias.Name, "ua-" + s
+		}},
+	{path: "watchdog name", set: func(v *v1.VirtualMachineInstance, s string) { v.Spec.Domain.Devices.Watchdog.Name = s },
+		get: func(d *libvirtxml.Domain, s string) (string, string) {
+			return d.Devices.Watchdogs[0].Alias.Name, "ua-" + s
+		}},
+	{path: "sound name", set: func(v *v1.VirtualMachineInstance, s string) { v.Spec.Domain.Devices.Sound.Name = s },
+		get: func(d *libvirtxml.Domain, s string) (string, string) {
+			return d.Devices.Sounds[0].Alias.Name, "ua-" + s
+		}},
 	{path: "MAC address", set: func(v *v1.VirtualMachineInstance, s string) { v.Spec.Domain.Devices.Interfaces[0].MacAddress = s },
 		get: func(d *libvirtxml.Domain, s string) (string, string) {
 			if d.Devices.Interfaces[0].MAC == nil {
@@ -321,6 +339,7 @@ func TestHostileStrings(t *testing.T) {
 					continue
 				}
 				converted++
+				golden.CheckSchemaBytes(t, fmt.Sprintf("hostile-%d", converted), raw)
 				got := checkXML(t, name, raw)
 				if got == nil {
 					continue
