@@ -1,9 +1,10 @@
 package api
 
 import (
+	"regexp"
+
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	v1 "kubevirt.io/api/core/v1"
-	"regexp"
 )
 
 var (
