@@ -10,10 +10,10 @@ import (
 	"github.com/vmi2libvirt/vmi2libvirt/domain"
 )
 
-// TestDiffEqual checks that equal domains have no diff, including a domain
-// and its own marshal+unmarshal (which sets XMLName) and nil vs empty lists.
-func TestDiffEqual(t *testing.T) {
-	d := sample()
+// roundTrip marshals d and unmarshals the XML, failing the test on an
+// error; it returns both.
+func roundTrip(t *testing.T, d *libvirtxml.Domain) ([]byte, *libvirtxml.Domain) {
+	t.Helper()
 	xml, err := domain.Marshal(d)
 	if err != nil {
 		t.Fatal(err)
@@ -22,6 +22,14 @@ func TestDiffEqual(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	return xml, parsed
+}
+
+// TestDiffEqual checks that equal domains have no diff, including a domain
+// and its own marshal+unmarshal (which sets XMLName) and nil vs empty lists.
+func TestDiffEqual(t *testing.T) {
+	d := sample()
+	_, parsed := roundTrip(t, d)
 	if parsed.XMLName.Local != "domain" {
 		t.Fatalf("Unmarshal should set XMLName, got %q", parsed.XMLName.Local)
 	}
@@ -47,14 +55,7 @@ func TestDiffIgnoresUnmarshalFill(t *testing.T) {
 		Controllers: []libvirtxml.DomainController{{Type: "usb", Model: "none"}, {Type: "virtio-serial"}},
 		Inputs:      []libvirtxml.DomainInput{{Type: "tablet", Bus: "usb"}},
 	}}
-	xml, err := domain.Marshal(built)
-	if err != nil {
-		t.Fatal(err)
-	}
-	parsed, err := domain.Unmarshal(xml)
-	if err != nil {
-		t.Fatal(err)
-	}
+	_, parsed := roundTrip(t, built)
 	if c := parsed.Devices.Controllers; c[0].USB == nil || c[1].VirtIOSerial == nil || parsed.Devices.Inputs[0].Source == nil {
 		t.Fatalf("libvirtxml no longer fills in empty structs (the test has nothing to check): %+v", parsed.Devices)
 	}

@@ -80,14 +80,7 @@ func TestMarshalTrailingNewline(t *testing.T) {
 // unmarshal then marshal gives the same bytes, and the same domain.
 func TestRoundTrip(t *testing.T) {
 	want := sample()
-	xml, err := domain.Marshal(want)
-	if err != nil {
-		t.Fatal(err)
-	}
-	got, err := domain.Unmarshal(xml)
-	if err != nil {
-		t.Fatal(err)
-	}
+	xml, got := roundTrip(t, want)
 	if d := domain.Diff(want, got); d != "" {
 		t.Errorf("Unmarshal(Marshal(d)) differs from d (-want +got):\n%s", d)
 	}
