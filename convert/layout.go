@@ -36,7 +36,9 @@ type InterfaceAttachment struct {
 	Type   string // "ethernet" (a tap), "user", "bridge" or "network"
 	Source string // bridge or libvirt network name, for "bridge" and "network"
 	Target string // tap device name for "ethernet"; empty lets libvirt pick
-	// Backend is the user-mode backend ("passt"); empty is libvirt's default.
+	// Backend is the user-mode backend ("passt"); empty is libvirt's
+	// default. Debian 12's libvirt 9.0 refuses any <backend> element when
+	// the domain is defined: leave it empty there.
 	Backend string
 	// Managed tells whether libvirt creates the tap itself ("no" for a tap
 	// that already exists, as in KubeVirt's pods).
