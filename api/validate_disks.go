@@ -8,6 +8,8 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	v1 "kubevirt.io/api/core/v1"
+
+	"github.com/vmi2libvirt/vmi2libvirt/internal/pciaddr"
 )
 
 // Disk limits of KubeVirt.
@@ -24,8 +26,6 @@ const (
 
 var (
 	serialSyntax = regexp.MustCompile(`^[A-Za-z0-9_.+-]+$`)
-	// pciAddressSyntax is a PCI address as domain:bus:slot.function.
-	pciAddressSyntax = regexp.MustCompile(`^[\da-fA-F]{4}:[\da-fA-F]{2}:[\da-fA-F]{2}\.[0-7]$`)
 
 	diskBuses     = []string{string(v1.DiskBusVirtio), string(v1.DiskBusSCSI), string(v1.DiskBusSATA), string(v1.DiskBusUSB)}
 	cacheModes    = []string{string(v1.CacheNone), string(v1.CacheWriteThrough), string(v1.CacheWriteBack)}
@@ -90,7 +90,7 @@ func validateDisks(vmi *v1.VirtualMachineInstance) field.ErrorList {
 			if d.Disk.Bus != v1.DiskBusVirtio {
 				errs = append(errs, field.Invalid(pp, d.Disk.PciAddress, "a PCI address can only be set on the virtio bus"))
 			}
-			if !pciAddressSyntax.MatchString(d.Disk.PciAddress) {
+			if _, ok := pciaddr.Parse(d.Disk.PciAddress); !ok {
 				errs = append(errs, field.Invalid(pp, d.Disk.PciAddress, "not a PCI address of the form 0000:00:00.0 (domain:bus:slot.function)"))
 			}
 		}

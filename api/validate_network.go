@@ -8,6 +8,8 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	v1 "kubevirt.io/api/core/v1"
+
+	"github.com/vmi2libvirt/vmi2libvirt/internal/pciaddr"
 )
 
 // masqueradeBridgeMAC is the MAC KubeVirt keeps for the in-pod bridge of
@@ -134,7 +136,7 @@ func validateInterfaces(vmi *v1.VirtualMachineInstance) field.ErrorList {
 				errs = append(errs, field.Invalid(p.Child("macAddress"), iface.MacAddress, "a multicast MAC address: a NIC needs a unicast one (even first byte)"))
 			}
 		}
-		if iface.PciAddress != "" && !pciAddressSyntax.MatchString(iface.PciAddress) {
+		if _, ok := pciaddr.Parse(iface.PciAddress); iface.PciAddress != "" && !ok {
 			errs = append(errs, field.Invalid(p.Child("pciAddress"), iface.PciAddress, "not a PCI address of the form 0000:00:00.0 (domain:bus:slot.function)"))
 		}
 		if netw.Pod != nil {

@@ -5,22 +5,9 @@ import (
 
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	v1 "kubevirt.io/api/core/v1"
+
+	"github.com/vmi2libvirt/vmi2libvirt/internal/pciaddr"
 )
-
-// pciAddress is a guest PCI address as a VMI writes it, parsed.
-type pciAddress struct {
-	domain, bus, slot, function uint64
-}
-
-// parsePCIAddress parses domain:bus:slot.function in hex; ok is false for
-// text that does not match pciAddressSyntax.
-func parsePCIAddress(s string) (a pciAddress, ok bool) {
-	if !pciAddressSyntax.MatchString(s) {
-		return a, false
-	}
-	_, err := fmt.Sscanf(s, "%x:%x:%x.%x", &a.domain, &a.bus, &a.slot, &a.function)
-	return a, err == nil
-}
 
 // validatePCIAddresses is this library's own rule for the guest PCI
 // addresses a VMI sets (disks[].disk.pciAddress and
@@ -31,18 +18,18 @@ func parsePCIAddress(s string) (a pciAddress, ok bool) {
 // used twice.
 func validatePCIAddresses(vmi *v1.VirtualMachineInstance) field.ErrorList {
 	var errs field.ErrorList
-	first := map[pciAddress]*field.Path{}
+	first := map[pciaddr.Address]*field.Path{}
 	check := func(p *field.Path, s string) {
-		a, ok := parsePCIAddress(s)
+		a, ok := pciaddr.Parse(s)
 		if !ok {
 			return
 		}
 		switch {
-		case a.domain != 0:
+		case a.Domain != 0:
 			errs = append(errs, field.Invalid(p, s, "only PCI domain 0000 exists in the guest"))
-		case a.slot > 0x1f:
+		case a.Slot > 0x1f:
 			errs = append(errs, field.Invalid(p, s, "the slot must be at most 1f"))
-		case a.bus == 0 && (a.slot == 0 || a.slot == 0x1f):
+		case a.Bus == 0 && (a.Slot == 0 || a.Slot == 0x1f):
 			errs = append(errs, field.Invalid(p, s, "slots 00 and 1f of bus 00 belong to the q35 chipset"))
 		default:
 			if prev, dup := first[a]; dup {

@@ -4,11 +4,12 @@ import (
 	"fmt"
 	"net"
 	"regexp"
-	"strconv"
 
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	v1 "kubevirt.io/api/core/v1"
 	"libvirt.org/go/libvirtxml"
+
+	"github.com/vmi2libvirt/vmi2libvirt/internal/pciaddr"
 )
 
 // Alias prefixes of host devices, as KubeVirt names them: the alias of a
@@ -308,28 +309,18 @@ func joinOr(s []string) string {
 }
 
 var (
-	// pciAddressPattern is KubeVirt's PCI address syntax, dddd:bb:ss.f.
-	pciAddressPattern = regexp.MustCompile(`^([\da-fA-F]{4}):([\da-fA-F]{2}):([\da-fA-F]{2})\.([0-7])$`)
-	mdevUUIDPattern   = regexp.MustCompile(`^[\da-fA-F]{8}-[\da-fA-F]{4}-[\da-fA-F]{4}-[\da-fA-F]{4}-[\da-fA-F]{12}$`)
-	usbIDPattern      = regexp.MustCompile(`^0x[\da-fA-F]{4}$`)
+	mdevUUIDPattern = regexp.MustCompile(`^[\da-fA-F]{8}-[\da-fA-F]{4}-[\da-fA-F]{4}-[\da-fA-F]{4}-[\da-fA-F]{12}$`)
+	usbIDPattern    = regexp.MustCompile(`^0x[\da-fA-F]{4}$`)
 )
 
 // parsePCIAddress reads a PCI address "0000:81:01.0" (domain:bus:slot.function,
 // in hex) into a libvirt PCI address.
 func parsePCIAddress(s string) (*libvirtxml.DomainAddressPCI, error) {
-	m := pciAddressPattern.FindStringSubmatch(s)
-	if m == nil {
+	a, ok := pciaddr.Parse(s)
+	if !ok {
 		return nil, fmt.Errorf("not a PCI address of the form dddd:bb:ss.f")
 	}
-	var parts [4]uint
-	for i := range parts {
-		n, err := strconv.ParseUint(m[i+1], 16, 32)
-		if err != nil {
-			return nil, err
-		}
-		parts[i] = uint(n)
-	}
-	return &libvirtxml.DomainAddressPCI{Domain: &parts[0], Bus: &parts[1], Slot: &parts[2], Function: &parts[3]}, nil
+	return &libvirtxml.DomainAddressPCI{Domain: &a.Domain, Bus: &a.Bus, Slot: &a.Slot, Function: &a.Function}, nil
 }
 
 // pciHostdev is a PCI device passed through with vfio, which the host has
