@@ -565,10 +565,6 @@ func TestValidateStrings(t *testing.T) {
 		{"timezone escaping zoneinfo", func(v *v1.VirtualMachineInstance) { v.Spec.Domain.Clock = tz("../../etc/passwd") }, []string{inv + "spec.domain.clock.timezone"}},
 		{"absolute timezone", func(v *v1.VirtualMachineInstance) { v.Spec.Domain.Clock = tz("/etc/localtime") }, []string{inv + "spec.domain.clock.timezone"}},
 		{"timezone fine", func(v *v1.VirtualMachineInstance) { v.Spec.Domain.Clock = tz("America/Argentina/Buenos_Aires") }, nil},
-		{"utc and timezone", func(v *v1.VirtualMachineInstance) {
-			v.Spec.Domain.Clock = tz("Europe/Berlin")
-			v.Spec.Domain.Clock.UTC = &v1.ClockOffsetUTC{}
-		}, []string{inv + "spec.domain.clock"}},
 		{"serial with NUL", func(v *v1.VirtualMachineInstance) { v.Spec.Domain.Firmware.Serial = "a\x00b" }, []string{inv + "spec.domain.firmware.serial"}},
 		{"chassis with newline", func(v *v1.VirtualMachineInstance) { v.Spec.Domain.Chassis = &v1.Chassis{Asset: "a\nb"} }, []string{inv + "spec.domain.chassis.asset"}},
 		{"long chassis serial", func(v *v1.VirtualMachineInstance) {
@@ -645,5 +641,17 @@ func TestValidateEFINeedsACPI(t *testing.T) {
 		{"BIOS without ACPI", func(v *v1.VirtualMachineInstance) {
 			v.Spec.Domain.Features = &v1.Features{ACPI: v1.FeatureState{Enabled: ptr(false)}}
 		}, nil},
+	})
+}
+
+func TestValidateClock(t *testing.T) {
+	berlin := v1.ClockOffsetTimezone("Europe/Berlin")
+	runValidate(t, []vcase{
+		{"utc", func(v *v1.VirtualMachineInstance) {
+			v.Spec.Domain.Clock = &v1.Clock{ClockOffset: v1.ClockOffset{UTC: &v1.ClockOffsetUTC{}}}
+		}, nil},
+		{"utc and timezone", func(v *v1.VirtualMachineInstance) {
+			v.Spec.Domain.Clock = &v1.Clock{ClockOffset: v1.ClockOffset{UTC: &v1.ClockOffsetUTC{}, Timezone: &berlin}}
+		}, []string{inv + "spec.domain.clock"}},
 	})
 }
