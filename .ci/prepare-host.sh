@@ -1,9 +1,11 @@
 #!/bin/bash
 # Prepares a Debian 12 machine (root, Go and gcc only) for vmi2libvirt's
-# tests: installs libvirt, QEMU and tools, starts virtlogd and libvirtd
-# without systemd when they are not running, extracts Debian's cloud kernel
-# and builds the test guest into the default image store.
-# Idempotent; reads no standard input. Run from anywhere in the repository.
+# tests and examples: installs the packages of .ci/host-packages, gives
+# /dev/kvm the group and mode Debian's udev rule gives it, starts virtlogd
+# and libvirtd without systemd when they are not running, extracts Debian's
+# cloud kernel and builds the test guest into the default image store.
+# Idempotent; reads no standard input; prints each step with its time.
+# Run from anywhere in the repository.
 set -euo pipefail
 exec </dev/null
 
@@ -12,17 +14,23 @@ kernel_dir=/var/cache/vmi2libvirt/kernel
 image_store=/var/lib/vmi2libvirt/images
 state_dir=/var/lib/vmi2libvirt/vmis # launcher.DefaultStateDir
 uri=qemu:///system
+qemu_user=libvirt-qemu # the user Debian's libvirt runs QEMU as
 
-log() { echo "prepare-host: $*"; }
+start=$SECONDS
+log() { echo "prepare-host: $* ($((SECONDS - start))s)"; }
+die() { echo "prepare-host: $*" >&2; exit 1; }
 
+if [ "$(id -u)" -ne 0 ]; then
+	die "run me as root (I install packages and start libvirtd)"
+fi
+# Go from the official tarball lives here; a login shell may not have it.
+if ! command -v go >/dev/null && [ -x /usr/local/go/bin/go ]; then
+	export PATH="/usr/local/go/bin:$PATH"
+fi
+
+# Packages: the one list, .ci/host-packages.
 export DEBIAN_FRONTEND=noninteractive
-packages=(
-	libvirt-dev libvirt-daemon-system libvirt-clients
-	qemu-system-x86 qemu-utils ovmf busybox-static
-	genisoimage # isoinfo, used by internal/iso's tests
-	util-linux  # blkid
-	procps      # pgrep
-)
+mapfile -t packages < <(sed -e 's/#.*//' -e '/^[[:space:]]*$/d' "$repo/.ci/host-packages" | awk '{print $1}')
 missing=()
 for p in "${packages[@]}"; do
 	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")
@@ -31,6 +39,32 @@ if [ "${#missing[@]}" -gt 0 ]; then
 	log "installing ${missing[*]}"
 	apt-get update -qq
 	apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+fi
+log "packages: all ${#packages[@]} of .ci/host-packages installed"
+
+# /dev/kvm. Without udev (a container, a CI runner, a minimal VM) it stays
+# root:root 0600; libvirt's QEMU, running as $qemu_user, cannot open it,
+# and libvirt then throws its QEMU capabilities away and re-probes QEMU on
+# every call (seconds each). Debian's udev rule makes it root:kvm 0660, and
+# libvirt-daemon-system puts $qemu_user into the kvm group: do the same.
+if [ -c /dev/kvm ]; then
+	owner="$(stat -c '%U:%G %a' /dev/kvm)"
+	if [ "$(stat -c %G /dev/kvm)" != kvm ] || [ "$(( 0$(stat -c %a /dev/kvm) & 060 ))" -ne $(( 060 )) ]; then
+		getent group kvm >/dev/null || groupadd --system kvm
+		chgrp kvm /dev/kvm
+		chmod 0660 /dev/kvm
+		log "/dev/kvm was $owner; now root:kvm 660, as Debian's udev rule makes it"
+	fi
+	if id "$qemu_user" >/dev/null 2>&1 && ! id -nG "$qemu_user" | grep -qw kvm; then
+		usermod -aG kvm "$qemu_user"
+		log "added $qemu_user to the kvm group"
+	fi
+	if ! runuser -u "$qemu_user" -- test -r /dev/kvm -a -w /dev/kvm; then
+		die "$qemu_user cannot open /dev/kvm ($(stat -c '%U:%G %a' /dev/kvm)); libvirt would re-probe QEMU on every call"
+	fi
+	log "/dev/kvm: $(stat -c '%U:%G %a' /dev/kvm), $qemu_user can open it"
+else
+	log "/dev/kvm: none (guests run under emulation)"
 fi
 
 # virtlogd and libvirtd, without systemd.
@@ -44,16 +78,17 @@ if ! pgrep -x libvirtd >/dev/null; then
 fi
 for i in $(seq 1 60); do
 	virsh -c "$uri" version >/dev/null 2>&1 && break
-	[ "$i" = 60 ] && { echo "prepare-host: libvirtd does not answer on $uri" >&2; exit 1; }
+	[ "$i" = 60 ] && die "libvirtd does not answer on $uri"
 	sleep 0.5
 done
 log "libvirt answers: $(virsh -c "$uri" version 2>/dev/null | grep -i 'running hypervisor' || true)"
 
-# Debian's cloud kernel: the meta package names the versioned one.
+# Debian's cloud kernel: the meta package names the versioned one. It is
+# extracted, not installed, so the host's own kernel is untouched.
 if ! ls "$kernel_dir"/boot/vmlinuz-* >/dev/null 2>&1 || ! ls -d "$kernel_dir"/lib/modules/*/kernel >/dev/null 2>&1; then
 	apt-cache show linux-image-cloud-amd64 >/dev/null 2>&1 || apt-get update -qq
 	versioned="$(apt-cache depends linux-image-cloud-amd64 | awk '/Depends: linux-image-[0-9]/ {print $2; exit}')"
-	[ -n "$versioned" ] || { echo "prepare-host: cannot resolve the package linux-image-cloud-amd64 depends on" >&2; exit 1; }
+	[ -n "$versioned" ] || die "cannot resolve the package linux-image-cloud-amd64 depends on"
 	log "fetching $versioned"
 	dl="$(mktemp -d)"
 	trap 'rm -rf "$dl"' EXIT
@@ -69,7 +104,7 @@ if ! ls "$kernel_dir"/boot/vmlinuz-* >/dev/null 2>&1 || ! ls -d "$kernel_dir"/li
 fi
 log "kernel $(ls "$kernel_dir"/boot/vmlinuz-*)"
 
-# Folders the launcher uses by default: QEMU (libvirt-qemu) must be able to
+# Folders the launcher uses by default: QEMU ($qemu_user) must be able to
 # walk into them to reach the files libvirt chowns for it.
 mkdir -p "$image_store" "$state_dir"
 chmod 0711 /var/lib/vmi2libvirt "$state_dir"

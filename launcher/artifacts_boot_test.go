@@ -6,12 +6,12 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strings"
 	"testing"
 	"time"
 
 	"github.com/vmi2libvirt/vmi2libvirt/convert"
 	"github.com/vmi2libvirt/vmi2libvirt/domain"
+	"github.com/vmi2libvirt/vmi2libvirt/internal/hosttest"
 	"github.com/vmi2libvirt/vmi2libvirt/internal/testguest"
 )
 
@@ -19,26 +19,10 @@ import (
 // the test guest can be built; under CI their absence fails the test.
 func needLibvirtForArtifacts(t *testing.T) {
 	t.Helper()
-	var missing []string
-	if out, err := exec.Command("virsh", "-c", "qemu:///system", "version").CombinedOutput(); err != nil {
-		missing = append(missing, fmt.Sprintf("libvirtd on qemu:///system (%s)", strings.TrimSpace(string(out))))
-	}
-	if _, err := exec.LookPath("qemu-img"); err != nil {
-		missing = append(missing, "qemu-img")
-	}
-	if _, err := os.Stat(filepath.Join(testguest.DefaultKernelTree, "lib", "modules")); err != nil {
-		missing = append(missing, testguest.DefaultKernelTree)
-	}
-	if os.Geteuid() != 0 {
-		missing = append(missing, "root")
-	}
-	if len(missing) == 0 {
-		return
-	}
-	if os.Getenv("CI") != "" {
-		t.Fatalf("missing under CI: %s (.ci/prepare-host.sh sets them up)", strings.Join(missing, ", "))
-	}
-	t.Skipf("needs %s", strings.Join(missing, ", "))
+	hosttest.Root(t)
+	hosttest.Tools(t, "qemu-img")
+	hosttest.Files(t, filepath.Join(testguest.DefaultKernelTree, "lib", "modules"))
+	hosttest.Libvirt(t, "qemu:///system")
 }
 
 // TestArtifactsBootUnderLibvirt prepares the artifacts of a VMI booting the

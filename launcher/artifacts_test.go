@@ -19,6 +19,7 @@ import (
 
 	"github.com/vmi2libvirt/vmi2libvirt/api"
 	"github.com/vmi2libvirt/vmi2libvirt/convert"
+	"github.com/vmi2libvirt/vmi2libvirt/internal/hosttest"
 	"github.com/vmi2libvirt/vmi2libvirt/internal/iso"
 )
 
@@ -62,12 +63,7 @@ func testLayout(t *testing.T) (convert.HostLayout, ConfigSources) {
 
 func needQemuImg(t *testing.T) {
 	t.Helper()
-	if _, err := exec.LookPath("qemu-img"); err != nil {
-		if os.Getenv("CI") != "" {
-			t.Fatal("qemu-img missing under CI")
-		}
-		t.Skip("qemu-img not installed")
-	}
+	hosttest.Tools(t, "qemu-img")
 }
 
 func readISO(t *testing.T, path string) (string, map[string][]byte) {
@@ -519,12 +515,10 @@ spec:
 // QEMU's user (it creates its VNC and serial sockets there), and a
 // StateDir QEMU cannot walk into is refused with a clear error.
 func TestStateFolderBelongsToQEMU(t *testing.T) {
-	if os.Geteuid() != 0 {
-		t.Skip("needs root")
-	}
+	hosttest.Root(t)
 	u, err := user.Lookup("libvirt-qemu")
 	if err != nil {
-		t.Skip("no libvirt-qemu user")
+		hosttest.Missing(t, "needs the user libvirt-qemu (package libvirt-daemon-system)")
 	}
 	root, err := os.MkdirTemp("", "artifacts-owner-")
 	if err != nil {
@@ -611,12 +605,11 @@ func TestConcurrentPrepare(t *testing.T) {
 // cloud-init ISO, the error is clear and the half-made state folder goes.
 func TestFullDiskLeavesNothingBehind(t *testing.T) {
 	needQemuImg(t)
-	if os.Geteuid() != 0 {
-		t.Skip("needs root to mount a small tmpfs")
-	}
+	hosttest.Root(t)
+	hosttest.Tools(t, "mount")
 	dir := t.TempDir()
 	if out, err := exec.Command("mount", "-t", "tmpfs", "-o", "size=512k", "tmpfs", dir).CombinedOutput(); err != nil {
-		t.Skipf("cannot mount tmpfs: %s", out)
+		t.Fatalf("mount a tmpfs: %v: %s", err, out)
 	}
 	t.Cleanup(func() { exec.Command("umount", dir).Run() })
 	layout := convert.HostLayout{StateDir: filepath.Join(dir, "vmis")}

@@ -20,6 +20,7 @@ import (
 	v1 "kubevirt.io/api/core/v1"
 	"libvirt.org/go/libvirt"
 
+	"github.com/vmi2libvirt/vmi2libvirt/internal/hosttest"
 	"github.com/vmi2libvirt/vmi2libvirt/internal/testguest"
 	"github.com/vmi2libvirt/vmi2libvirt/launcher"
 )
@@ -35,9 +36,9 @@ const faultsEnv = "VMI2LIBVIRT_E2E_FAULTS"
 // stop it gracefully over the new connection.
 func TestE2ELibvirtdRestart(t *testing.T) {
 	if os.Getenv("CI") == "" && os.Getenv(faultsEnv) == "" {
-		t.Skipf("restarts the host's libvirtd; set %s=1 (or CI) to run it", faultsEnv)
+		t.Skipf("restarts the host's libvirtd; set %s=1 to run it (CI runs it)", faultsEnv)
 	}
-	lockE2E(t, true)
+	hosttest.LockLibvirt(t, true)
 	exclusive = true
 	defer func() { exclusive = false }()
 	e := newEnv(t)
@@ -291,7 +292,7 @@ func waitUntil(ok func() bool) {
 // An empty disk whose qcow2 metadata cannot fit fails cleanly too.
 func TestE2EFullDisk(t *testing.T) {
 	if os.Geteuid() != 0 {
-		skipOrFail(t, "mounting a tmpfs needs root")
+		hosttest.Missing(t, "mounting a tmpfs needs root")
 	}
 	if err := os.MkdirAll(testRoot, 0o711); err != nil {
 		t.Fatal(err)
@@ -301,7 +302,7 @@ func TestE2EFullDisk(t *testing.T) {
 		t.Fatal(err)
 	}
 	if out, err := exec.Command("mount", "-t", "tmpfs", "-o", "size=2m,mode=0711", "tmpfs", mnt).CombinedOutput(); err != nil {
-		skipOrFail(t, "mount tmpfs: %v: %s", err, out)
+		hosttest.Missing(t, "mount tmpfs: %v: %s", err, out)
 	}
 	// Cleanups run last-in first-out: the launcher's (Deletes) before this.
 	t.Cleanup(func() {

@@ -9,6 +9,7 @@ import (
 	"libvirt.org/go/libvirt"
 
 	"github.com/vmi2libvirt/vmi2libvirt/domain"
+	"github.com/vmi2libvirt/vmi2libvirt/internal/hosttest"
 )
 
 // refusedByDebianLibvirt are the golden domains Debian 12's libvirt 9.0
@@ -28,10 +29,14 @@ var refusedByDebianLibvirt = map[string]string{
 func TestE2EGoldenDomainsDefine(t *testing.T) {
 	conn, err := libvirt.NewConnect(testURI)
 	if err != nil {
-		skipOrFail(t, "libvirtd unreachable at %s: %v", testURI, err)
+		hosttest.Missing(t, "libvirtd unreachable at %s: %v", testURI, err)
 	}
 	defer conn.Close()
-	lockE2E(t, false)
+	hosttest.LockLibvirt(t, false)
+	// libvirt refuses a TPM 2.0 domain without swtpm and swtpm_setup
+	// ("TPM version '2.0' is not supported"); OVMF backs the EFI ones.
+	hosttest.Tools(t, "swtpm", "swtpm_setup")
+	hosttest.Files(t, hosttest.OVMFCode)
 	files, err := filepath.Glob("../convert/testdata/*/domain.xml")
 	if err != nil {
 		t.Fatal(err)

@@ -12,7 +12,6 @@ import (
 	"os"
 	"strings"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
 
@@ -22,6 +21,7 @@ import (
 
 	"github.com/vmi2libvirt/vmi2libvirt/api"
 	"github.com/vmi2libvirt/vmi2libvirt/convert"
+	"github.com/vmi2libvirt/vmi2libvirt/internal/hosttest"
 	"github.com/vmi2libvirt/vmi2libvirt/internal/testguest"
 	"github.com/vmi2libvirt/vmi2libvirt/launcher"
 )
@@ -46,45 +46,12 @@ type env struct {
 	watch  *watchLog
 }
 
-// skipOrFail skips the test with msg, or fails it when CI is set.
-func skipOrFail(t testing.TB, format string, args ...any) {
-	t.Helper()
-	msg := fmt.Sprintf(format, args...)
-	if os.Getenv("CI") != "" {
-		t.Fatalf("%s (CI is set: end-to-end tests must run; .ci/prepare-host.sh prepares the host)", msg)
-	}
-	t.Skipf("%s; skipping end-to-end test (run .ci/prepare-host.sh)", msg)
-}
-
 var (
 	guestOnce sync.Once
 	guestErr  error
 	// exclusive is set while a test holds the e2e lock exclusively.
 	exclusive bool
 )
-
-// e2eLock is the file that serializes the tests that restart libvirtd
-// (exclusive) with every other test that uses it (shared), across the
-// packages go test runs at once. examples/launch's test takes it too.
-const e2eLock = "/run/vmi2libvirt-e2e.lock"
-
-// lockE2E takes the e2e lock, shared or exclusive, until the test ends.
-func lockE2E(t testing.TB, excl bool) {
-	t.Helper()
-	f, err := os.OpenFile(e2eLock, os.O_CREATE|os.O_RDWR, 0o600)
-	if err != nil {
-		t.Fatalf("e2e lock: %v", err)
-	}
-	how := syscall.LOCK_SH
-	if excl {
-		how = syscall.LOCK_EX
-	}
-	if err := syscall.Flock(int(f.Fd()), how); err != nil {
-		f.Close()
-		t.Fatalf("e2e lock: %v", err)
-	}
-	t.Cleanup(func() { f.Close() })
-}
 
 // newEnv connects a launcher (emulation on) with a fresh state folder, and
 // builds the test guest into the default image store.
@@ -99,16 +66,16 @@ func newEnv(t testing.TB) *env {
 func newEnvWith(t testing.TB, edit func(*launcher.Config)) *env {
 	t.Helper()
 	if c, err := libvirt.NewConnect(testURI); err != nil {
-		skipOrFail(t, "libvirtd unreachable at %s: %v", testURI, err)
+		hosttest.Missing(t, "libvirtd unreachable at %s: %v", testURI, err)
 	} else {
 		_, _ = c.Close()
 	}
 	if !exclusive {
-		lockE2E(t, false)
+		hosttest.LockLibvirt(t, false)
 	}
 	guestOnce.Do(func() { _, guestErr = testguest.Build(launcher.DefaultImageStore) })
 	if guestErr != nil {
-		skipOrFail(t, "test guest cannot be built: %v", guestErr)
+		hosttest.Missing(t, "test guest cannot be built: %v", guestErr)
 	}
 	if err := os.MkdirAll(testRoot, 0o711); err != nil {
 		t.Fatal(err)

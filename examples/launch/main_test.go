@@ -13,6 +13,7 @@ import (
 
 	"libvirt.org/go/libvirt"
 
+	"github.com/vmi2libvirt/vmi2libvirt/internal/hosttest"
 	"github.com/vmi2libvirt/vmi2libvirt/internal/testguest"
 	"github.com/vmi2libvirt/vmi2libvirt/launcher"
 )
@@ -24,22 +25,13 @@ import (
 // leave no domain behind. Without libvirtd it skips, unless CI is set.
 func TestLaunchTiny(t *testing.T) {
 	if c, err := libvirt.NewConnect(launcher.DefaultURI); err != nil {
-		skipOrFail(t, "libvirtd unreachable: %v", err)
+		hosttest.Missing(t, "libvirtd unreachable: %v", err)
 	} else {
 		_, _ = c.Close()
 	}
-	// Shared with the launcher's e2e tests, exclusive to those that
-	// restart libvirtd (see launcher/e2e_test.go).
-	lock, err := os.OpenFile("/run/vmi2libvirt-e2e.lock", os.O_CREATE|os.O_RDWR, 0o600)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer lock.Close()
-	if err := syscall.Flock(int(lock.Fd()), syscall.LOCK_SH); err != nil {
-		t.Fatal(err)
-	}
+	hosttest.LockLibvirt(t, false)
 	if _, err := testguest.Build(launcher.DefaultImageStore); err != nil {
-		skipOrFail(t, "test guest cannot be built: %v", err)
+		hosttest.Missing(t, "test guest cannot be built: %v", err)
 	}
 	sample, err := os.ReadFile(filepath.Join("..", "vmis", "vmi-tiny.yaml"))
 	if err != nil {
@@ -137,13 +129,4 @@ func TestLaunchTiny(t *testing.T) {
 		t.Errorf("state folder left behind")
 	}
 	t.Logf("printed:\n%s", strings.Join(got, "\n"))
-}
-
-// skipOrFail skips, or fails when CI is set.
-func skipOrFail(t *testing.T, format string, args ...any) {
-	t.Helper()
-	if os.Getenv("CI") != "" {
-		t.Fatalf(format+" (CI is set: this test must run)", args...)
-	}
-	t.Skipf(format+"; skipping (run .ci/prepare-host.sh)", args...)
 }

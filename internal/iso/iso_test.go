@@ -9,6 +9,8 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+
+	"github.com/vmi2libvirt/vmi2libvirt/internal/hosttest"
 )
 
 // readTree is a minimal reader for the tests: it walks the tree of the
@@ -176,9 +178,7 @@ func TestRefusesBadInput(t *testing.T) {
 // TestIsoinfoReadsImage checks the image with genisoimage's isoinfo and
 // blkid when they are installed (CI installs them).
 func TestIsoinfoReadsImage(t *testing.T) {
-	if _, err := exec.LookPath("isoinfo"); err != nil {
-		t.Skip("isoinfo not installed")
-	}
+	hosttest.Tools(t, "isoinfo", "blkid")
 	img, err := Build("cidata", sample)
 	if err != nil {
 		t.Fatal(err)
@@ -195,11 +195,9 @@ func TestIsoinfoReadsImage(t *testing.T) {
 	if err != nil || !strings.Contains(string(out), "Volume id: cidata") || !strings.Contains(string(out), "Joliet") {
 		t.Fatalf("isoinfo -d: %s, %v", out, err)
 	}
-	if _, err := exec.LookPath("blkid"); err == nil {
-		out, err = exec.Command("blkid", "-o", "value", "-s", "LABEL", f).Output()
-		if err != nil || strings.TrimSpace(string(out)) != "cidata" {
-			t.Fatalf("blkid label: %q, %v", out, err)
-		}
+	out, err = exec.Command("blkid", "-o", "value", "-s", "LABEL", f).Output()
+	if err != nil || strings.TrimSpace(string(out)) != "cidata" {
+		t.Fatalf("blkid label: %q, %v", out, err)
 	}
 }
 

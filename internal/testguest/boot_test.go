@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/vmi2libvirt/vmi2libvirt/internal/hosttest"
 	"github.com/vmi2libvirt/vmi2libvirt/internal/iso"
 )
 
@@ -26,23 +27,8 @@ type guest struct {
 // are there; under CI their absence fails the test.
 func needQEMU(t *testing.T) {
 	t.Helper()
-	var missing []string
-	if _, err := exec.LookPath("qemu-system-x86_64"); err != nil {
-		missing = append(missing, "qemu-system-x86_64")
-	}
-	if _, err := os.Stat(filepath.Join(DefaultKernelTree, "lib", "modules")); err != nil {
-		missing = append(missing, DefaultKernelTree)
-	}
-	if _, err := os.Stat(DefaultBusybox); err != nil {
-		missing = append(missing, DefaultBusybox)
-	}
-	if len(missing) == 0 {
-		return
-	}
-	if os.Getenv("CI") != "" {
-		t.Fatalf("missing under CI: %s (.ci/prepare-host.sh installs them)", strings.Join(missing, ", "))
-	}
-	t.Skipf("boot test needs %s; run .ci/prepare-host.sh", strings.Join(missing, ", "))
+	hosttest.Tools(t, "qemu-system-x86_64")
+	hosttest.Files(t, filepath.Join(DefaultKernelTree, "lib", "modules"), DefaultBusybox)
 }
 
 // boot starts the guest with disks (raw files, virtio-blk, with serials) and

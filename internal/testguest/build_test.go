@@ -8,6 +8,8 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/vmi2libvirt/vmi2libvirt/internal/hosttest"
 )
 
 // readCpio parses a newc archive (the tests' own reader).
@@ -73,25 +75,19 @@ func TestCpioRoundTrip(t *testing.T) {
 			}
 		}
 	}
-	if bb, err := exec.LookPath("busybox"); err == nil {
-		cmd := exec.Command(bb, "cpio", "-t")
-		cmd.Stdin = bytes.NewReader(buf.Bytes())
-		out, err := cmd.Output()
-		if err != nil || strings.Count(string(out), "\n") != len(in) {
-			t.Errorf("busybox cpio -t: %q, %v", out, err)
-		}
+	hosttest.Files(t, DefaultBusybox)
+	cmd := exec.Command(DefaultBusybox, "cpio", "-t")
+	cmd.Stdin = bytes.NewReader(buf.Bytes())
+	out, err := cmd.Output()
+	if err != nil || strings.Count(string(out), "\n") != len(in) {
+		t.Errorf("busybox cpio -t: %q, %v", out, err)
 	}
 }
 
 // kernelTree returns the extracted kernel, or skips (fails under CI).
 func kernelTree(t *testing.T) string {
 	t.Helper()
-	if _, err := os.Stat(filepath.Join(DefaultKernelTree, "lib", "modules")); err != nil {
-		if os.Getenv("CI") != "" {
-			t.Fatalf("kernel tree missing under CI (.ci/prepare-host.sh extracts it): %v", err)
-		}
-		t.Skipf("no kernel tree at %s; run .ci/prepare-host.sh", DefaultKernelTree)
-	}
+	hosttest.Files(t, filepath.Join(DefaultKernelTree, "lib", "modules"))
 	return DefaultKernelTree
 }
 
@@ -130,9 +126,7 @@ func TestLoadOrderPutsDependenciesFirst(t *testing.T) {
 
 func TestBuildInstallsKernelAndInitrd(t *testing.T) {
 	kernelTree(t)
-	if _, err := os.Stat(DefaultBusybox); err != nil {
-		t.Skip("no busybox-static")
-	}
+	hosttest.Files(t, DefaultBusybox)
 	store := t.TempDir()
 	ref, err := Build(store)
 	if err != nil {
