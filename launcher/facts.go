@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"slices"
+	"time"
 
 	"libvirt.org/go/libvirt"
 	"libvirt.org/go/libvirtxml"
@@ -20,6 +21,8 @@ type hostFacts struct {
 	kvm bool
 	// efi are the OVMF files found, zero when none.
 	efi convert.EFIFirmware
+	// slowest is the longest a capabilities query took while probing.
+	slowest time.Duration
 }
 
 // firmwareSets are the OVMF file sets the launcher looks for, in order:
@@ -52,6 +55,7 @@ func (l *Launcher) hostFacts(ctx context.Context) (hostFacts, error) {
 	defer l.factsMu.Unlock()
 	var f hostFacts
 	var cached bool
+	began := time.Now()
 	err := l.do(ctx, func(c *libvirt.Connect) error {
 		if l.facts != nil {
 			f, cached = *l.facts, true
@@ -65,7 +69,8 @@ func (l *Launcher) hostFacts(ctx context.Context) (hostFacts, error) {
 		return err
 	})
 	if err == nil && !cached {
-		l.log.Info("host probed", "libvirt", f.libVersion, "kvm", f.kvm, "ovmf", f.efi.Code)
+		l.log.Info("host probed", "libvirt", f.libVersion, "kvm", f.kvm, "ovmf", f.efi.Code, "took", time.Since(began))
+		l.checkHostHealth(f)
 	}
 	return f, err
 }
@@ -79,11 +84,21 @@ func probe(c *libvirt.Connect) (hostFacts, error) {
 	}
 	f.libVersion = v
 	virtType := "qemu"
-	if _, err := c.GetDomainCapabilities("", "x86_64", "", "kvm", 0); err == nil {
+	timed := func(call func()) {
+		began := time.Now()
+		call()
+		f.slowest = max(f.slowest, time.Since(began))
+	}
+	var kvmErr error
+	timed(func() { _, kvmErr = c.GetDomainCapabilities("", "x86_64", "", "kvm", 0) })
+	if kvmErr == nil {
 		f.kvm, virtType = true, "kvm"
 	}
 	var loaders []string
-	if raw, err := c.GetDomainCapabilities("", "x86_64", "q35", virtType, 0); err == nil {
+	var raw string
+	var capsErr error
+	timed(func() { raw, capsErr = c.GetDomainCapabilities("", "x86_64", "q35", virtType, 0) })
+	if capsErr == nil {
 		caps := &libvirtxml.DomainCaps{}
 		if caps.Unmarshal(raw) == nil && caps.OS != nil && caps.OS.Loader != nil {
 			loaders = caps.OS.Loader.Values

@@ -38,6 +38,8 @@ type Launcher struct {
 	facts   *hostFacts
 	// noMemoryHotplug is set once libvirt refused a <maxMemory>.
 	noMemoryHotplug atomic.Bool
+	// warnedHealth is set once the host's health was checked (hosthealth.go).
+	warnedHealth atomic.Bool
 
 	vmisMu sync.Mutex
 	vmis   map[string]*record // by domain name

@@ -60,9 +60,11 @@ func (l *Launcher) Sync(ctx context.Context, vmi *v1.VirtualMachineInstance) err
 		return fmt.Errorf("%w: %s", ErrDeleted, key)
 	}
 
+	began := time.Now()
 	if err := prepareArtifacts(ctx, v, l.cfg.Layout, l.cfg.Sources); err != nil {
 		return wrapErr(err, "prepare host artifacts of %s", key)
 	}
+	l.log.Debug("host artifacts prepared", "vmi", key, "took", time.Since(began))
 	facts, err := l.hostFacts(ctx)
 	if err != nil {
 		return err
@@ -109,11 +111,12 @@ func (l *Launcher) Sync(ctx context.Context, vmi *v1.VirtualMachineInstance) err
 			if v.Spec.StartStrategy != nil && *v.Spec.StartStrategy == v1.StartStrategyPaused {
 				flags |= libvirt.DOMAIN_START_PAUSED
 			}
+			began := time.Now()
 			if err := dom.CreateWithFlags(flags); err != nil {
 				return wrapErr(err, "start domain %s", name)
 			}
 			started = true
-			l.log.Info("domain started", "vmi", key, "paused", flags&libvirt.DOMAIN_START_PAUSED != 0)
+			l.log.Info("domain started", "vmi", key, "paused", flags&libvirt.DOMAIN_START_PAUSED != 0, "took", time.Since(began))
 		case domain.ShouldResume(s, r):
 			if err := dom.Resume(); err != nil {
 				return wrapErr(err, "resume domain %s (paused: %s)", name, domain.ReasonString(s, r))
@@ -232,11 +235,13 @@ func (l *Launcher) define(ctx context.Context, v *v1.VirtualMachineInstance, fac
 	if err != nil {
 		return wrapErr(err, "marshal domain of %s/%s", v.Namespace, v.Name)
 	}
+	began := time.Now()
 	return l.do(ctx, func(c *libvirt.Connect) error {
 		if dom, err := c.LookupDomainByName(d.Name); err == nil {
 			raw, xerr := dom.GetXMLDesc(libvirt.DOMAIN_XML_INACTIVE)
 			dom.Free()
 			if xerr == nil && definedHash(raw) == hash {
+				l.log.Debug("domain definition unchanged", "vmi", v.Namespace+"/"+v.Name, "took", time.Since(began))
 				return nil // identical definition: leave it alone
 			}
 		} else if !isNoDomain(err) {
@@ -247,7 +252,7 @@ func (l *Launcher) define(ctx context.Context, v *v1.VirtualMachineInstance, fac
 			return wrapErr(err, "define domain %s", d.Name)
 		}
 		dom.Free()
-		l.log.Info("domain defined", "vmi", v.Namespace+"/"+v.Name, "domain", d.Name)
+		l.log.Info("domain defined", "vmi", v.Namespace+"/"+v.Name, "domain", d.Name, "took", time.Since(began))
 		return nil
 	})
 }

@@ -42,7 +42,7 @@ func main() {
 		return nil
 	})
 	keep := flag.Bool("keep", false, "keep the domain and its state folder after the VMI ended")
-	verbose := flag.Bool("v", false, "log the launcher's steps to stderr")
+	verbose := flag.Bool("v", false, "log each of the launcher's steps to stderr, with its time (warnings are always printed)")
 	flag.Usage = func() {
 		fmt.Fprintln(os.Stderr, "usage: launch [-uri URI] [-emulate] [-state-dir DIR] [-image-store DIR] [-keep] [-v] FILE")
 		flag.PrintDefaults()
@@ -60,11 +60,24 @@ func main() {
 	}, *keep))
 }
 
+// logger writes the launcher's warnings to stderr (a host where libvirt is
+// slow is never a silent one) and, with -v, each of its steps, with the
+// time since the program started.
 func logger(verbose bool) *slog.Logger {
-	if !verbose {
-		return nil
+	level := slog.LevelWarn
+	if verbose {
+		level = slog.LevelDebug
 	}
-	return slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	began := time.Now()
+	return slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{
+		Level: level,
+		ReplaceAttr: func(groups []string, a slog.Attr) slog.Attr {
+			if a.Key == slog.TimeKey && len(groups) == 0 {
+				return slog.String("t", time.Since(began).Round(time.Millisecond).String())
+			}
+			return a
+		},
+	}))
 }
 
 func run(file string, cfg launcher.Config, keep bool) int {
