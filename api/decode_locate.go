@@ -153,7 +153,8 @@ func decodeMessage(err error) string {
 	if err == nil {
 		return "cannot decode value"
 	}
-	if te, ok := errors.AsType[*json.UnmarshalTypeError](err); ok {
+	var te *json.UnmarshalTypeError
+	if errors.As(err, &te) {
 		return "cannot decode " + te.Value + " as " + jsonKind(te.Type)
 	}
 	return strings.TrimPrefix(err.Error(), "json: ")
