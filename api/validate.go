@@ -61,18 +61,47 @@ var ruleFamilies = []ruleFamily{
 	{"strings", validateStrings},
 }
 
+// createRuleFamilies are the rules KubeVirt applies only when a VMI is
+// created: an object it admitted may break them, since KubeVirt itself
+// sets what they refuse.
+var createRuleFamilies = []ruleFamily{
+	{"reserved labels", validateReservedLabels},
+}
+
 // Validate applies KubeVirt's VMI admission rules that make sense without a
 // cluster, and a few of this library's own, to vmi (normally after Default,
 // as KubeVirt validates the defaulted object). It returns every problem
 // found, each naming the path of the field in the VMI, in a fixed order
 // (by rule family, then by position in the VMI). An empty list means the VMI
 // is valid. Validate does not modify vmi.
+//
+// Validate accepts an object as the API server returns it once admitted:
+// its status, managed fields, and the labels and annotations KubeVirt sets
+// (kubevirt.io/nodeName...). The rules KubeVirt applies only when a VMI is
+// created are ValidateCreate's.
 func Validate(vmi *v1.VirtualMachineInstance) field.ErrorList {
+	return validate(vmi, ruleFamilies)
+}
+
+// ValidateCreate is Validate with the rules KubeVirt applies only when a
+// VMI is created (no label KubeVirt reserves for itself), for a VMI about
+// to be created: an admission webhook's, or a file checked before kubectl
+// create.
+func ValidateCreate(vmi *v1.VirtualMachineInstance) field.ErrorList {
+	errs := validate(vmi, ruleFamilies)
+	if vmi != nil {
+		errs = append(errs, validate(vmi, createRuleFamilies)...)
+	}
+	return errs
+}
+
+// validate applies families to vmi.
+func validate(vmi *v1.VirtualMachineInstance, families []ruleFamily) field.ErrorList {
 	if vmi == nil {
 		return field.ErrorList{field.Required(specPath, "no VirtualMachineInstance")}
 	}
 	var errs field.ErrorList
-	for _, f := range ruleFamilies {
+	for _, f := range families {
 		errs = append(errs, f.check(vmi)...)
 	}
 	return errs

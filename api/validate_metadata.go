@@ -32,9 +32,8 @@ var emulatedMachines = []string{"q35*", "pc-q35*"}
 
 // validateMetadata checks names as Kubernetes and KubeVirt do: a name that
 // is a DNS-1123 subdomain, a namespace that is a DNS-1123 label, label and
-// annotation syntax and size, no label KubeVirt reserves for itself, a
-// hostname that is a DNS-1123 label and a subdomain that is a DNS-1123
-// subdomain.
+// annotation syntax and size, a hostname that is a DNS-1123 label and a
+// subdomain that is a DNS-1123 subdomain.
 func validateMetadata(vmi *v1.VirtualMachineInstance) field.ErrorList {
 	var errs field.ErrorList
 	namePath := metadataPath.Child("name")
@@ -57,9 +56,6 @@ func validateMetadata(vmi *v1.VirtualMachineInstance) field.ErrorList {
 			p = labelsPath
 		}
 		errs = appendMsgs(errs, p, vmi.Labels[k], validation.IsValidLabelValue(vmi.Labels[k]))
-		if slices.Contains(restrictedLabels, k) {
-			errs = append(errs, field.Forbidden(p, "label reserved for KubeVirt: a VirtualMachineInstance may not be created with it"))
-		}
 	}
 	annPath := metadataPath.Child("annotations")
 	total := 0
@@ -75,6 +71,21 @@ func validateMetadata(vmi *v1.VirtualMachineInstance) field.ErrorList {
 	}
 	if s := vmi.Spec.Subdomain; s != "" {
 		errs = appendMsgs(errs, specPath.Child("subdomain"), s, validation.IsDNS1123Subdomain(s))
+	}
+	return errs
+}
+
+// validateReservedLabels refuses the labels KubeVirt reserves for itself,
+// as its VMI create admitter does: KubeVirt sets them on the VMIs it
+// admitted (kubevirt.io/nodeName once the VMI is scheduled), so only a VMI
+// being created is refused for them.
+func validateReservedLabels(vmi *v1.VirtualMachineInstance) field.ErrorList {
+	var errs field.ErrorList
+	labelsPath := metadataPath.Child("labels")
+	for _, k := range slices.Sorted(maps.Keys(vmi.Labels)) {
+		if slices.Contains(restrictedLabels, k) {
+			errs = append(errs, field.Forbidden(labelsPath.Key(k), "label reserved for KubeVirt: a VirtualMachineInstance may not be created with it"))
+		}
 	}
 	return errs
 }

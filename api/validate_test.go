@@ -1,11 +1,13 @@
 package api
 
 import (
+	"os"
 	"strings"
 	"testing"
 
 	k8sv1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
+	"k8s.io/apimachinery/pkg/util/validation/field"
 	v1 "kubevirt.io/api/core/v1"
 )
 
@@ -101,7 +103,6 @@ func TestValidateMetadata(t *testing.T) {
 		{"namespace not a label", func(v *v1.VirtualMachineInstance) { v.Namespace = "a.b" }, []string{inv + "metadata.namespace"}},
 		{"bad label key", func(v *v1.VirtualMachineInstance) { v.Labels["bad key"] = "x" }, []string{inv + "metadata.labels"}},
 		{"bad label value", func(v *v1.VirtualMachineInstance) { v.Labels["k"] = "a b" }, []string{inv + "metadata.labels[k]"}},
-		{"reserved label", func(v *v1.VirtualMachineInstance) { v.Labels[v1.NodeNameLabel] = "n" }, []string{forb + "metadata.labels[kubevirt.io/nodeName]"}},
 		{"bad annotation key", func(v *v1.VirtualMachineInstance) { v.Annotations["/x"] = "" }, []string{inv + "metadata.annotations"}},
 		{"annotations too big", func(v *v1.VirtualMachineInstance) { v.Annotations["big"] = strings.Repeat("x", 300*1024) }, []string{long + "metadata.annotations"}},
 		{"hostname not a label", func(v *v1.VirtualMachineInstance) { v.Spec.Hostname = "a.b" }, []string{inv + "spec.hostname"}},
@@ -654,4 +655,30 @@ func TestValidateClock(t *testing.T) {
 			v.Spec.Domain.Clock = &v1.Clock{ClockOffset: v1.ClockOffset{UTC: &v1.ClockOffsetUTC{}, Timezone: &berlin}}
 		}, []string{inv + "spec.domain.clock"}},
 	})
+}
+
+// TestValidateAdmittedObject: a VMI read back from a cluster (status,
+// managed fields, finalizers, the kubevirt.io/nodeName label KubeVirt sets
+// when it schedules the VMI) decodes, and Validate accepts it; only
+// ValidateCreate, for a VMI about to be created, refuses the label.
+func TestValidateAdmittedObject(t *testing.T) {
+	data, err := os.ReadFile("testdata/admitted-vmi.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	vmi, err := Decode(data)
+	if err != nil {
+		t.Fatalf("Decode: %v", err)
+	}
+	if vmi.Status.Phase != v1.Running || len(vmi.ManagedFields) != 2 || vmi.Labels[v1.NodeNameLabel] != "node01" {
+		t.Fatalf("decoded status %q, %d managed fields, labels %v", vmi.Status.Phase, len(vmi.ManagedFields), vmi.Labels)
+	}
+	Default(vmi, ClusterConfig{})
+	if errs := Validate(vmi); len(errs) > 0 {
+		t.Errorf("Validate refuses an admitted VMI: %v", errs)
+	}
+	errs := ValidateCreate(vmi)
+	if len(errs) != 1 || errs[0].Field != "metadata.labels[kubevirt.io/nodeName]" || errs[0].Type != field.ErrorTypeForbidden {
+		t.Errorf("ValidateCreate: %v, want one Forbidden metadata.labels[kubevirt.io/nodeName]", errs)
+	}
 }

@@ -16,11 +16,8 @@ import (
 	"path/filepath"
 	"strings"
 
-	"k8s.io/apimachinery/pkg/util/validation/field"
-
-	"github.com/vmi2libvirt/vmi2libvirt/api"
 	"github.com/vmi2libvirt/vmi2libvirt/convert"
-	"github.com/vmi2libvirt/vmi2libvirt/domain"
+	"github.com/vmi2libvirt/vmi2libvirt/pipeline"
 )
 
 func main() {
@@ -87,22 +84,8 @@ func convertFile(file string, opts convert.Options) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	vmi, kind, err := api.DecodeDocument(data)
-	if err != nil {
-		return nil, err
-	}
-	api.Default(vmi, api.ClusterConfig{})
-	if errs := api.Validate(vmi); len(errs) > 0 {
-		return nil, api.InDocument(kind, errs).ToAggregate()
-	}
-	d, err := convert.Convert(vmi, opts)
-	if fe, ok := err.(*field.Error); ok {
-		return nil, api.InDocument(kind, field.ErrorList{fe})[0]
-	}
-	if err != nil {
-		return nil, err
-	}
-	return domain.Marshal(d)
+	r, err := pipeline.FromDocument(data, pipeline.Config{Options: opts})
+	return r.XML, err
 }
 
 // oneLine folds an error onto one line.

@@ -10,6 +10,8 @@ import (
 	"sort"
 	"strings"
 	"testing"
+
+	"github.com/vmi2libvirt/vmi2libvirt/pipeline"
 )
 
 // update rewrites the .err files of the invalid-VMI catalogue from the
@@ -108,13 +110,13 @@ func runInvalid(t *testing.T, name string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	opts, cluster, err := LoadOptions(base + optionsExt)
+	cfg, err := LoadConfig(base + optionsExt)
 	if err != nil {
 		t.Fatal(err)
 	}
-	xml, runErr := Run(data, cluster, opts)
+	res, runErr := pipeline.FromDocument(data, cfg)
 	if runErr == nil {
-		t.Fatalf("%s converted, but every case of the catalogue must be refused:\n%s", base+caseExt, xml)
+		t.Fatalf("%s converted, but every case of the catalogue must be refused:\n%s", base+caseExt, res.XML)
 	}
 	got := runErr.Error() + "\n"
 	checkMessage(t, got)

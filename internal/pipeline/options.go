@@ -10,6 +10,7 @@ import (
 
 	"github.com/vmi2libvirt/vmi2libvirt/api"
 	"github.com/vmi2libvirt/vmi2libvirt/convert"
+	"github.com/vmi2libvirt/vmi2libvirt/pipeline"
 )
 
 // Host layout folders of a case with "layout: host", the same as
@@ -33,23 +34,26 @@ type caseOptions struct {
 	// Cluster is the api.ClusterConfig passed to api.Default (zero value
 	// when absent).
 	Cluster api.ClusterConfig `json:"cluster"`
+	// Create applies the rules KubeVirt applies only when a VMI is
+	// created (pipeline.Config.Create).
+	Create bool `json:"create"`
 }
 
-// ParseOptions reads the options file of a golden or catalogue case (YAML,
-// see caseOptions). What it sets overrides convert.KubeVirtOptions() field
-// by field and the rest keeps KubeVirt's value; an empty file gives
-// KubeVirtOptions and the zero api.ClusterConfig. A host layout's StateDir
-// and ImageStore default to DefaultStateDir and DefaultImageStore. Unknown
-// keys are errors.
-func ParseOptions(data []byte) (convert.Options, api.ClusterConfig, error) {
+// ParseConfig reads the options file of a golden or catalogue case (YAML,
+// see caseOptions) into the pipeline's Config. What it sets overrides
+// convert.KubeVirtOptions() field by field and the rest keeps KubeVirt's
+// value; an empty file gives KubeVirtOptions and the zero
+// api.ClusterConfig. A host layout's StateDir and ImageStore default to
+// DefaultStateDir and DefaultImageStore. Unknown keys are errors.
+func ParseConfig(data []byte) (pipeline.Config, error) {
 	o := caseOptions{Options: convert.KubeVirtOptions()}
 	if err := yaml.UnmarshalStrict(data, &o); err != nil {
-		return convert.Options{}, api.ClusterConfig{}, err
+		return pipeline.Config{}, err
 	}
 	switch o.Layout {
 	case "", "kubevirt":
 		if o.Host != nil {
-			return convert.Options{}, api.ClusterConfig{}, fmt.Errorf("host is set but layout is not host")
+			return pipeline.Config{}, fmt.Errorf("host is set but layout is not host")
 		}
 		o.Options.Layout = convert.KubeVirtLayout{}
 	case "host":
@@ -65,22 +69,36 @@ func ParseOptions(data []byte) (convert.Options, api.ClusterConfig, error) {
 		}
 		o.Options.Layout = h
 	default:
-		return convert.Options{}, api.ClusterConfig{}, fmt.Errorf("layout %q: want kubevirt or host", o.Layout)
+		return pipeline.Config{}, fmt.Errorf("layout %q: want kubevirt or host", o.Layout)
 	}
-	return o.Options, o.Cluster, nil
+	return pipeline.Config{Cluster: o.Cluster, Options: o.Options, Create: o.Create}, nil
 }
 
-// LoadOptions is ParseOptions on the file called file; a file that does not
+// LoadConfig is ParseConfig on the file called file; a file that does not
 // exist gives the defaults (a case without options). It is the one function
 // of this package that reads a file.
-func LoadOptions(file string) (convert.Options, api.ClusterConfig, error) {
+func LoadConfig(file string) (pipeline.Config, error) {
 	data, err := os.ReadFile(file)
 	if err != nil && !errors.Is(err, fs.ErrNotExist) {
-		return convert.Options{}, api.ClusterConfig{}, err
+		return pipeline.Config{}, err
 	}
-	opts, cluster, err := ParseOptions(data)
+	cfg, err := ParseConfig(data)
 	if err != nil {
-		return convert.Options{}, api.ClusterConfig{}, fmt.Errorf("%s: %w", file, err)
+		return pipeline.Config{}, fmt.Errorf("%s: %w", file, err)
 	}
-	return opts, cluster, nil
+	return cfg, nil
+}
+
+// ParseOptions is ParseConfig, for callers that want the options and the
+// cluster configuration apart.
+func ParseOptions(data []byte) (convert.Options, api.ClusterConfig, error) {
+	cfg, err := ParseConfig(data)
+	return cfg.Options, cfg.Cluster, err
+}
+
+// LoadOptions is LoadConfig, for callers that want the options and the
+// cluster configuration apart.
+func LoadOptions(file string) (convert.Options, api.ClusterConfig, error) {
+	cfg, err := LoadConfig(file)
+	return cfg.Options, cfg.Cluster, err
 }

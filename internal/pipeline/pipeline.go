@@ -1,84 +1,39 @@
-// Package pipeline is the whole pure path from a VMI document to domain XML,
-// as examples/convert and the golden-file tests run it:
-//
-//	api.Decode → api.Default → api.Validate → convert.Convert → domain.Marshal
-//
-// Prepare, Convert and Run touch no file, no libvirt and no clock: the same
-// bytes and options give the same XML. ParseOptions and LoadOptions read
-// the options file of a test case.
+// Package pipeline holds the project's test fixtures of the pure pipeline:
+// the invalid-VMI catalogue (testdata/invalid), the pipeline's fuzz target,
+// and the reader of a test case's options file (ParseOptions,
+// LoadOptions). Convert, Run and Prepare are the public package
+// github.com/vmi2libvirt/vmi2libvirt/pipeline with the arguments the
+// golden tests, the benchmarks and kvbench pass; they add nothing to it.
 package pipeline
 
 import (
-	"fmt"
-
-	"k8s.io/apimachinery/pkg/util/validation/field"
 	v1 "kubevirt.io/api/core/v1"
-	"libvirt.org/go/libvirtxml"
 
 	"github.com/vmi2libvirt/vmi2libvirt/api"
 	"github.com/vmi2libvirt/vmi2libvirt/convert"
-	"github.com/vmi2libvirt/vmi2libvirt/domain"
+	"github.com/vmi2libvirt/vmi2libvirt/pipeline"
 )
 
-// Result is what the pipeline made of one document.
-type Result struct {
-	// VMI is the decoded, defaulted and validated VMI (nil when decoding
-	// failed).
-	VMI *v1.VirtualMachineInstance
-	// Domain is the converted domain and XML its canonical XML (both nil
-	// when a stage failed).
-	Domain *libvirtxml.Domain
-	XML    []byte
-}
+// Result is pipeline.Result.
+type Result = pipeline.Result
 
-// Prepare decodes one VirtualMachineInstance (or VirtualMachine) document,
-// applies KubeVirt's admission defaults with cluster and validates it. The
-// VMI is returned even when validation fails; the validation errors come
-// back as their aggregate (errs.ToAggregate()), with the paths of the
-// document (api.InDocument: spec.template.spec.… for a VirtualMachine).
+// Prepare decodes, defaults and validates one document (no conversion).
+// The VMI is returned even when validation fails.
 func Prepare(data []byte, cluster api.ClusterConfig) (*v1.VirtualMachineInstance, error) {
-	vmi, _, err := prepare(data, cluster)
-	return vmi, err
-}
-
-// prepare is Prepare, also returning the kind of the document.
-func prepare(data []byte, cluster api.ClusterConfig) (*v1.VirtualMachineInstance, string, error) {
 	vmi, kind, err := api.DecodeDocument(data)
 	if err != nil {
-		return nil, kind, err
+		return nil, err
 	}
 	api.Default(vmi, cluster)
 	if errs := api.Validate(vmi); len(errs) > 0 {
-		return vmi, kind, api.InDocument(kind, errs).ToAggregate()
+		return vmi, api.InDocument(kind, errs).ToAggregate()
 	}
-	return vmi, kind, nil
+	return vmi, nil
 }
 
-// Convert runs the whole pipeline and returns every stage's result.
-//
-// The error is the first failing stage's: a *api.DecodeError from Decode,
-// the field.ErrorList of Validate as its aggregate (every error naming its
-// field path), the *field.Error or error of Convert, and a marshal failure
-// prefixed with "marshal: ". Field paths are those of the document
-// (api.InDocument). Its message is what the golden error.txt files and the
-// invalid-VMI catalogue's .err files hold.
+// Convert is pipeline.FromDocument with cluster and opts.
 func Convert(data []byte, cluster api.ClusterConfig, opts convert.Options) (Result, error) {
-	vmi, kind, err := prepare(data, cluster)
-	if err != nil {
-		return Result{VMI: vmi}, err
-	}
-	d, err := convert.Convert(vmi, opts)
-	if err != nil {
-		if fe, ok := err.(*field.Error); ok {
-			err = api.InDocument(kind, field.ErrorList{fe})[0]
-		}
-		return Result{VMI: vmi}, err
-	}
-	xml, err := domain.Marshal(d)
-	if err != nil {
-		return Result{VMI: vmi}, fmt.Errorf("marshal: %w", err)
-	}
-	return Result{VMI: vmi, Domain: d, XML: xml}, nil
+	return pipeline.FromDocument(data, pipeline.Config{Cluster: cluster, Options: opts})
 }
 
 // Run is Convert for callers that want only the domain's canonical XML.

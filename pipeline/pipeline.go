@@ -1,0 +1,134 @@
+// Package pipeline is the whole pure path from a KubeVirt document, or a
+// VirtualMachineInstance object, to libvirt domain XML, in one place:
+//
+//	api.Decode → api.Default → api.Validate → convert.Convert → domain.Marshal
+//
+// FromDocument starts from YAML or JSON bytes (a VirtualMachineInstance, or
+// a VirtualMachine whose template becomes the VMI); FromVMI starts from an
+// object, such as one a controller read from the API server. Both return
+// every stage's result and, for input that cannot become a domain, an
+// *InvalidError listing every problem, each at the path of its field in
+// the document the user wrote (spec.template.spec.… for a VirtualMachine).
+// The commands of examples/, the launcher and the project's tests all go
+// through here.
+//
+// The package is pure, like the packages it chains: no file, no clock, no
+// randomness; the same input and Config give the same bytes.
+package pipeline
+
+import (
+	"errors"
+	"fmt"
+
+	"k8s.io/apimachinery/pkg/util/validation/field"
+	v1 "kubevirt.io/api/core/v1"
+	"libvirt.org/go/libvirtxml"
+
+	"github.com/vmi2libvirt/vmi2libvirt/api"
+	"github.com/vmi2libvirt/vmi2libvirt/convert"
+	"github.com/vmi2libvirt/vmi2libvirt/domain"
+)
+
+// Config is what shapes the result besides the input.
+type Config struct {
+	// Cluster holds the cluster-level choices api.Default applies.
+	Cluster api.ClusterConfig
+	// Options are the converter's host facts and layout; Options.Layout is
+	// required (convert.KubeVirtOptions gives KubeVirt's).
+	Options convert.Options
+	// Create also applies the rules KubeVirt applies only when a VMI is
+	// created (api.ValidateCreate): for a document about to be created,
+	// not for an object the API server already admitted.
+	Create bool
+}
+
+// Result is what the pipeline made of one input. Fields of the stages that
+// did not run are nil.
+type Result struct {
+	// Kind is the kind of the document: api.KindVMI or api.KindVM
+	// (api.KindVMI for FromVMI).
+	Kind string
+	// VMI is the decoded, defaulted VMI (for FromVMI, a defaulted copy).
+	VMI *v1.VirtualMachineInstance
+	// Domain is the converted domain, XML its canonical XML
+	// (domain.Marshal).
+	Domain *libvirtxml.Domain
+	XML    []byte
+}
+
+// FromDocument decodes one document, defaults, validates and converts its
+// VMI, and marshals the domain. An error for the input is an
+// *InvalidError; a Config without a layout, or a domain libvirtxml cannot
+// marshal, is another error.
+func FromDocument(data []byte, cfg Config) (Result, error) {
+	vmi, kind, err := api.DecodeDocument(data)
+	if err != nil {
+		return Result{Kind: kind}, newInvalidError(kind, "decode", err)
+	}
+	return run(vmi, kind, cfg)
+}
+
+// FromVMI defaults (a copy of) vmi, validates and converts it, and marshals
+// the domain. vmi itself is not modified. Errors are FromDocument's.
+func FromVMI(vmi *v1.VirtualMachineInstance, cfg Config) (Result, error) {
+	if vmi == nil {
+		return Result{}, errors.New("pipeline: nil VirtualMachineInstance")
+	}
+	return run(vmi.DeepCopy(), api.KindVMI, cfg)
+}
+
+// run defaults, validates, converts and marshals vmi, which it owns.
+func run(vmi *v1.VirtualMachineInstance, kind string, cfg Config) (Result, error) {
+	r := Result{Kind: kind, VMI: vmi}
+	api.Default(vmi, cfg.Cluster)
+	validate := api.Validate
+	if cfg.Create {
+		validate = api.ValidateCreate
+	}
+	if errs := validate(vmi); len(errs) > 0 {
+		errs = api.InDocument(kind, errs)
+		return r, newInvalidError(kind, "validate", errs.ToAggregate())
+	}
+	d, err := convert.Convert(vmi, cfg.Options)
+	if err != nil {
+		if fieldErrors(err) == nil {
+			return r, fmt.Errorf("pipeline: convert: %w", err) // not the input's fault
+		}
+		return r, newInvalidError(kind, "convert", err)
+	}
+	r.Domain = d
+	xml, err := domain.Marshal(d)
+	if err != nil {
+		return r, fmt.Errorf("pipeline: marshal: %w", err)
+	}
+	r.XML = xml
+	return r, nil
+}
+
+// fieldErrors returns the field errors err carries: itself, the errors it
+// unwraps to, or an aggregate's.
+func fieldErrors(err error) field.ErrorList {
+	var out field.ErrorList
+	var walk func(error)
+	walk = func(err error) {
+		switch e := err.(type) {
+		case nil:
+		case *field.Error:
+			out = append(out, e)
+		case *api.DecodeError:
+			out = append(out, e.Errs...)
+		case interface{ Errors() []error }: // utilerrors.Aggregate
+			for _, x := range e.Errors() {
+				walk(x)
+			}
+		case interface{ Unwrap() []error }:
+			for _, x := range e.Unwrap() {
+				walk(x)
+			}
+		case interface{ Unwrap() error }:
+			walk(e.Unwrap())
+		}
+	}
+	walk(err)
+	return out
+}
