@@ -1,12 +1,14 @@
 package launcher
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
 	"io/fs"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 
@@ -61,34 +63,136 @@ func lockFolder(dir string) func() {
 	return mu.Unlock
 }
 
-// prepareArtifacts creates, in the VMI's state folder, every host file its
-// domain refers to under layout (see convert.HostLayout for what goes
-// where): cloud-init NoCloud and ConfigDrive ISOs, config ISOs, empty
-// disks, qcow2 overlays over containerDisk images and ephemeral claims, and
-// hostDisks of type DiskOrCreate. It checks that containerDisk images and
-// kernel-boot files are in the image store.
-//
-// It is idempotent: disks that exist are left alone (the guest may have
-// written to them); ISOs are rewritten only when their content changed. On
-// error, what this call created is removed again. User data never appears
-// in its errors.
+// ArtifactAction is what Sync does with one artifact.
+type ArtifactAction string
+
+// Artifact actions.
+const (
+	// ActionKeep: the artifact is there as it must be (a disk the guest may
+	// have written to, an ISO with the same content): left alone.
+	ActionKeep ArtifactAction = "keep"
+	// ActionCreate: a folder or disk is made.
+	ActionCreate ArtifactAction = "create"
+	// ActionWrite: a file is written with the artifact's Content, through
+	// a temporary file and a rename.
+	ActionWrite ArtifactAction = "write"
+)
+
+// Kinds of the folders a VMI's artifacts live in, beside the volume kinds
+// of convert.HostArtifactKind.
+const (
+	// ArtifactStateDir is HostLayout.StateDir, made (0711) when missing.
+	ArtifactStateDir convert.HostArtifactKind = "stateDir"
+	// ArtifactStateFolder is the VMI's own folder, given to QEMU's user
+	// (it creates its sockets there).
+	ArtifactStateFolder convert.HostArtifactKind = "stateFolder"
+	// ArtifactFolder is a folder inside the state folder (disks/,
+	// cloud-init/, config/).
+	ArtifactFolder convert.HostArtifactKind = "folder"
+)
+
+// Artifact is one host file or folder a VMI's domain needs, and what Sync
+// does to it, as planned before anything is written.
+type Artifact struct {
+	Kind convert.HostArtifactKind
+	Path string
+	// Volume and Index name the volume it backs (spec.volumes[Index]);
+	// Volume is empty for folders.
+	Volume string
+	Index  int
+	Action ArtifactAction
+	// Mode is the mode the file or folder gets.
+	Mode fs.FileMode
+	// Content is the exact content written (ActionWrite: cloud-init and
+	// config ISOs). It may hold user data and secrets: never log it.
+	Content []byte
+	// Size is the size of a disk created empty (emptyDisk, hostDisk).
+	Size int64
+	// Format is the disk format at Path; BackingPath and BackingFormat
+	// are an overlay's backing disk.
+	Format                     string
+	BackingPath, BackingFormat string
+}
+
+// String describes the artifact without its content.
+func (a Artifact) String() string {
+	s := fmt.Sprintf("%s %s %s %04o", a.Action, a.Kind, a.Path, a.Mode)
+	switch {
+	case a.BackingPath != "":
+		s += fmt.Sprintf(" over %s (%s)", a.BackingPath, a.BackingFormat)
+	case a.Size > 0:
+		s += fmt.Sprintf(" %d bytes", a.Size)
+	case a.Content != nil:
+		s += fmt.Sprintf(" %d bytes", len(a.Content))
+	}
+	if a.Volume != "" {
+		s += " (volume " + a.Volume + ")"
+	}
+	return s
+}
+
+// artifactPlan is what applyArtifacts makes for one VMI: its state folder,
+// QEMU's user, and the artifacts in the order they are made.
+type artifactPlan struct {
+	state string
+	owner *qemuOwner
+	items []Artifact
+}
+
+// prepareArtifacts plans and makes, in the VMI's state folder, every host
+// file its domain refers to under layout (see convert.HostLayout for what
+// goes where).
 func prepareArtifacts(ctx context.Context, vmi *v1.VirtualMachineInstance, layout convert.HostLayout, sources ConfigSources) error {
-	state, err := stateFolder(vmi, layout)
+	plan, err := planArtifacts(ctx, vmi, layout, sources)
 	if err != nil {
 		return err
+	}
+	return applyArtifacts(ctx, plan)
+}
+
+// planArtifacts plans every host file the VMI's domain refers to under
+// layout: cloud-init NoCloud and ConfigDrive ISOs (their content), config
+// ISOs, empty disks, qcow2 overlays over containerDisk images and
+// ephemeral claims, hostDisks of type DiskOrCreate, and the folders they
+// live in. It only reads: it checks that images, kernel-boot files,
+// claims and config sources are there, resolves hostDisks' links, probes
+// backing formats, and compares ISOs with what is written already.
+//
+// Its errors name the VMI's field: a *HostError (ErrHostNotReady) for what
+// the host lacks, a *field.Error for what the VMI asks that cannot be
+// made. User data never appears in them.
+func planArtifacts(ctx context.Context, vmi *v1.VirtualMachineInstance, layout convert.HostLayout, sources ConfigSources) (*artifactPlan, error) {
+	state, err := stateFolder(vmi, layout)
+	if err != nil {
+		return nil, err
 	}
 	arts, err := layout.Artifacts(vmi)
 	if err != nil {
-		return err
+		return nil, err
 	}
-	defer lockFolder(state)()
-
-	p := &preparer{ctx: ctx, vmi: vmi, layout: layout, sources: sources, state: state}
-	if err := p.run(arts); err != nil {
-		p.rollback()
-		return err
+	owner, err := resolveQEMUOwner(sources.QEMUUser)
+	if err != nil {
+		return nil, notReady(err)
 	}
-	return nil
+	p := &planner{ctx: ctx, vmi: vmi, layout: layout, sources: sources, state: state, owner: owner, folders: map[string]bool{}}
+	if err := p.checkKernelBoot(); err != nil {
+		return nil, err
+	}
+	if err := p.checkHostDisks(); err != nil {
+		return nil, err
+	}
+	if err := p.stateFolders(); err != nil {
+		return nil, err
+	}
+	for _, a := range arts {
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
+		if err := p.artifact(a); err != nil {
+			return nil, volumeError(a, err)
+		}
+	}
+	return &artifactPlan{state: state, owner: owner, items: p.items}, nil
 }
 
 // removeArtifacts removes the VMI's state folder and everything in it.
@@ -126,46 +230,20 @@ func checkAbsolute(what, dir string) error {
 	return nil
 }
 
-// preparer is one prepareArtifacts call: it remembers what it created so
-// that a failure can take it back.
-type preparer struct {
+// planner is one planArtifacts call.
+type planner struct {
 	ctx     context.Context
 	vmi     *v1.VirtualMachineInstance
 	layout  convert.HostLayout
 	sources ConfigSources
 	state   string
 	owner   *qemuOwner
-	created []string // paths this call created, in order
+	items   []Artifact
+	folders map[string]bool // folders planned already
 }
 
-func (p *preparer) run(arts []convert.HostArtifact) error {
-	owner, err := resolveQEMUOwner(p.sources.QEMUUser)
-	if err != nil {
-		return err
-	}
-	p.owner = owner
-	if err := p.checkKernelBoot(); err != nil {
-		return err
-	}
-	if err := p.checkHostDisks(); err != nil {
-		return err
-	}
-	if err := p.stateFolders(); err != nil {
-		return err
-	}
-	for _, a := range arts {
-		if err := p.ctx.Err(); err != nil {
-			return err
-		}
-		if err := p.artifact(a); err != nil {
-			return volumeError(a, err)
-		}
-	}
-	return nil
-}
-
-// artifact makes one volume's host file.
-func (p *preparer) artifact(a convert.HostArtifact) error {
+// artifact plans one volume's host file.
+func (p *planner) artifact(a convert.HostArtifact) error {
 	switch a.Kind {
 	case convert.ArtifactNone:
 		return nil
@@ -183,6 +261,30 @@ func (p *preparer) artifact(a convert.HostArtifact) error {
 	return fmt.Errorf("volume %s: artifact kind %q is not known to the launcher", a.Volume, a.Kind)
 }
 
+// add plans an artifact of volume a (its sub-folder first).
+func (p *planner) add(a convert.HostArtifact, it Artifact) error {
+	it.Volume, it.Index = a.Volume, a.Index
+	if it.Kind == "" {
+		it.Kind = a.Kind
+	}
+	if it.Path == "" {
+		it.Path = a.Path
+	}
+	if it.Format == "" {
+		it.Format = a.Format
+	}
+	if it.Mode == 0 {
+		it.Mode = artifactMode
+	}
+	if it.Action != ActionKeep && strings.HasPrefix(it.Path, p.state+"/") {
+		if err := p.subFolder(it.Path); err != nil {
+			return err
+		}
+	}
+	p.items = append(p.items, it)
+	return nil
+}
+
 // volumeError names the volume in an error of the host (a full disk,
 // qemu-img failing...) that is not a field error already.
 func volumeError(a convert.HostArtifact, err error) error {
@@ -193,29 +295,148 @@ func volumeError(a convert.HostArtifact, err error) error {
 	return fmt.Errorf("%s (volume %s): %w", field.NewPath("spec", "volumes").Index(a.Index), a.Volume, err)
 }
 
-// stateFolders makes StateDir (0711 when missing) and the VMI's state
-// folder, given to QEMU's user, and checks that QEMU's user can reach it.
-func (p *preparer) stateFolders() error {
-	if _, err := os.Stat(p.layout.StateDir); errors.Is(err, fs.ErrNotExist) {
-		if err := os.MkdirAll(p.layout.StateDir, stateDirMode); err != nil {
-			return fmt.Errorf("create state dir: %w", err)
+// stateFolders plans StateDir (0711 when missing) and the VMI's state
+// folder, given to QEMU's user, and checks that QEMU's user can reach
+// them.
+func (p *planner) stateFolders() error {
+	dir := p.layout.StateDir
+	st, err := os.Stat(dir)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		// Made with its missing parents, 0711: QEMU's user must reach
+		// the nearest folder that exists.
+		p.items = append(p.items, Artifact{Kind: ArtifactStateDir, Path: dir, Action: ActionCreate, Mode: stateDirMode, Index: -1})
+		parent := filepath.Dir(dir)
+		for {
+			if _, err := os.Stat(parent); err == nil || parent == "/" {
+				break
+			}
+			parent = filepath.Dir(parent)
+		}
+		if err := p.owner.canReach(parent); err != nil {
+			return notReady(fmt.Errorf("HostLayout.StateDir: %w", err))
+		}
+	case err != nil:
+		return notReady(fmt.Errorf("HostLayout.StateDir: %w", err))
+	case !st.IsDir():
+		return notReady(fmt.Errorf("HostLayout.StateDir %s is not a folder", dir))
+	default:
+		if err := p.owner.canReach(dir); err != nil {
+			return notReady(fmt.Errorf("HostLayout.StateDir: %w", err))
 		}
 	}
-	if err := p.owner.canReach(p.layout.StateDir); err != nil {
-		return fmt.Errorf("HostLayout.StateDir: %w", err)
+	action := ActionCreate
+	if st, err := os.Lstat(p.state); err == nil {
+		if !st.IsDir() {
+			return notReady(fmt.Errorf("%s exists and is not a folder", p.state))
+		}
+		action = ActionKeep
 	}
-	if err := p.mkdir(p.state, stateFolderMode); err != nil {
-		return err
+	p.items = append(p.items, Artifact{Kind: ArtifactStateFolder, Path: p.state, Action: action, Mode: stateFolderMode, Index: -1})
+	p.folders[p.state] = true
+	return nil
+}
+
+// subFolder plans the folder of an artifact inside the state folder.
+func (p *planner) subFolder(file string) error {
+	dir := filepath.Dir(file)
+	if !strings.HasPrefix(dir+"/", p.state+"/") {
+		return fmt.Errorf("artifact %s is outside the state folder %s", file, p.state)
 	}
-	if err := os.Chmod(p.state, stateFolderMode); err != nil {
-		return err
+	if p.folders[dir] {
+		return nil
 	}
-	return p.owner.give(p.state)
+	p.folders[dir] = true
+	action := ActionCreate
+	if st, err := os.Lstat(dir); err == nil {
+		if !st.IsDir() {
+			return notReady(fmt.Errorf("%s exists and is not a folder", dir))
+		}
+		action = ActionKeep
+	}
+	p.items = append(p.items, Artifact{Kind: ArtifactFolder, Path: dir, Action: action, Mode: subFolderMode, Index: -1})
+	return nil
+}
+
+// writePlan plans writing data to path, or keeping it when path holds
+// exactly data already.
+func (p *planner) writePlan(a convert.HostArtifact, data []byte) error {
+	action := ActionWrite
+	if old, err := os.ReadFile(a.Path); err == nil && bytes.Equal(old, data) {
+		action = ActionKeep
+	}
+	return p.add(a, Artifact{Action: action, Content: data})
+}
+
+// applyArtifacts makes what plan says, in its order, under the state
+// folder's lock. It is idempotent: a disk that exists by now is left
+// alone. On error, what this call created is removed again.
+func applyArtifacts(ctx context.Context, plan *artifactPlan) error {
+	defer lockFolder(plan.state)()
+	a := &applier{ctx: ctx, owner: plan.owner}
+	for _, it := range plan.items {
+		if err := ctx.Err(); err != nil {
+			a.rollback()
+			return err
+		}
+		if err := a.apply(it); err != nil {
+			a.rollback()
+			if it.Volume != "" {
+				return fmt.Errorf("%s (volume %s): %w", field.NewPath("spec", "volumes").Index(it.Index), it.Volume, err)
+			}
+			return err
+		}
+	}
+	return nil
+}
+
+// applier is one applyArtifacts call: it remembers what it created so
+// that a failure can take it back.
+type applier struct {
+	ctx     context.Context
+	owner   *qemuOwner
+	created []string // paths this call created, in order
+}
+
+// apply makes one artifact.
+func (a *applier) apply(it Artifact) error {
+	if it.Action == ActionKeep {
+		return nil
+	}
+	switch it.Kind {
+	case ArtifactStateDir:
+		if _, err := os.Stat(it.Path); err == nil {
+			return nil
+		}
+		if err := os.MkdirAll(it.Path, it.Mode); err != nil {
+			return fmt.Errorf("create state dir: %w", err)
+		}
+		return os.Chmod(it.Path, it.Mode)
+	case ArtifactStateFolder:
+		if err := a.mkdir(it.Path, it.Mode); err != nil {
+			return err
+		}
+		if err := os.Chmod(it.Path, it.Mode); err != nil {
+			return err
+		}
+		return a.owner.give(it.Path)
+	case ArtifactFolder:
+		return a.mkdir(it.Path, it.Mode)
+	case convert.ArtifactOverlay:
+		return a.qemuImgCreate(it.Path, []string{"-f", "qcow2", "-F", it.BackingFormat, "-b", it.BackingPath}, "")
+	case convert.ArtifactEmptyDisk:
+		return a.qemuImgCreate(it.Path, []string{"-f", it.Format}, strconv.FormatInt(it.Size, 10))
+	case convert.ArtifactHostDisk:
+		return a.sparseFile(it.Path, it.Size)
+	case convert.ArtifactNoCloud, convert.ArtifactConfigDrive, convert.ArtifactConfigISO:
+		return a.writeFile(it.Path, it.Content)
+	}
+	return fmt.Errorf("artifact %s: kind %q is not known to the launcher", it.Path, it.Kind)
 }
 
 // mkdir creates dir with mode unless it exists; a created folder is
 // remembered for rollback. An existing folder keeps its mode.
-func (p *preparer) mkdir(dir string, mode fs.FileMode) error {
+func (a *applier) mkdir(dir string, mode fs.FileMode) error {
 	st, err := os.Lstat(dir)
 	switch {
 	case err == nil && st.IsDir():
@@ -228,46 +449,52 @@ func (p *preparer) mkdir(dir string, mode fs.FileMode) error {
 	if err := os.Mkdir(dir, mode); err != nil {
 		return fmt.Errorf("create folder: %w", err)
 	}
-	p.created = append(p.created, dir)
+	a.created = append(a.created, dir)
 	return os.Chmod(dir, mode) // past the umask
 }
 
-// subFolder creates the folder of an artifact inside the state folder.
-func (p *preparer) subFolder(file string) error {
-	dir := filepath.Dir(file)
-	if !strings.HasPrefix(dir+"/", p.state+"/") {
-		return fmt.Errorf("artifact %s is outside the state folder %s", file, p.state)
-	}
-	if dir == p.state {
-		return nil
-	}
-	return p.mkdir(dir, subFolderMode)
-}
-
 // rollback removes what this call created, newest first.
-func (p *preparer) rollback() {
-	for i := len(p.created) - 1; i >= 0; i-- {
-		_ = os.RemoveAll(p.created[i])
+func (a *applier) rollback() {
+	for i := len(a.created) - 1; i >= 0; i-- {
+		_ = os.RemoveAll(a.created[i])
 	}
-	p.created = nil
+	a.created = nil
 }
 
 // writeFile writes data to path through a temporary file and a rename,
-// unless path already holds exactly data. A file that did not exist before is remembered for rollback.
-func (p *preparer) writeFile(path string, data []byte) error {
-	if err := p.subFolder(path); err != nil {
-		return err
-	}
+// unless path already holds exactly data. A file that did not exist
+// before is remembered for rollback.
+func (a *applier) writeFile(path string, data []byte) error {
 	old, err := os.ReadFile(path)
 	existed := err == nil
-	if existed && string(old) == string(data) {
+	if existed && bytes.Equal(old, data) {
 		return nil
 	}
 	if err := writeAtomic(path, data); err != nil {
 		return err
 	}
 	if !existed {
-		p.created = append(p.created, path)
+		a.created = append(a.created, path)
+	}
+	return nil
+}
+
+// sparseFile creates a sparse file of size bytes unless path exists.
+func (a *applier) sparseFile(path string, size int64) error {
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, artifactMode)
+	if errors.Is(err, fs.ErrExist) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	a.created = append(a.created, path)
+	err = f.Truncate(size)
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return fmt.Errorf("create hostDisk %s: %w", path, err)
 	}
 	return nil
 }

@@ -47,9 +47,9 @@ type configDriveMetadata struct {
 	PublicSSHKeys map[string]string `json:"public_keys,omitempty"`
 }
 
-// cloudInit writes the NoCloud or ConfigDrive ISO of a volume, rewriting it
-// only when its content changed.
-func (p *preparer) cloudInit(a convert.HostArtifact) error {
+// cloudInit plans the NoCloud or ConfigDrive ISO of a volume, to be
+// rewritten only when its content changed.
+func (p *planner) cloudInit(a convert.HostArtifact) error {
 	files, label, err := cloudInitFiles(p.vmi, a.Index, p.sources)
 	if err != nil {
 		return err
@@ -58,7 +58,7 @@ func (p *preparer) cloudInit(a convert.HostArtifact) error {
 	if err != nil {
 		return fmt.Errorf("volume %s: %w", a.Volume, err)
 	}
-	return p.writeFile(a.Path, img)
+	return p.writePlan(a, img)
 }
 
 // cloudInitFiles returns the files and label of the ISO of
@@ -158,10 +158,10 @@ func oneData(fp *field.Path, sources ConfigSources, raw, b64 string, ref *k8sv1.
 				return data, nil
 			}
 			if !errors.Is(err, fs.ErrNotExist) {
-				return nil, field.Invalid(rp, ref.Name, fmt.Sprintf("secret folder: %v", err))
+				return nil, notReady(field.Invalid(rp, ref.Name, fmt.Sprintf("secret folder: %v", err)))
 			}
 		}
-		return nil, field.Invalid(rp, ref.Name, fmt.Sprintf("the secret's folder has no %s file", strings.Join(keys, " or ")))
+		return nil, notReady(field.Invalid(rp, ref.Name, fmt.Sprintf("the secret's folder has no %s file", strings.Join(keys, " or "))))
 	}
 	if raw != "" {
 		return []byte(raw), nil
@@ -231,7 +231,7 @@ func accessCredentialKeys(vmi *v1.VirtualMachineInstance, sources ConfigSources,
 		}
 		files, err := readFolder(dir, 1<<20)
 		if err != nil {
-			return nil, field.Invalid(fp, name, fmt.Sprintf("secret folder: %v", err))
+			return nil, notReady(field.Invalid(fp, name, fmt.Sprintf("secret folder: %v", err)))
 		}
 		for _, f := range files {
 			if k := strings.TrimSpace(string(f.Data)); k != "" && !strings.Contains(f.Path, "/") {

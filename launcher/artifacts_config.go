@@ -23,9 +23,9 @@ const defaultConfigLabel = "cfgdata"
 // configMap or secret to 1 MiB).
 const maxConfigBytes = 16 << 20
 
-// configISO writes the ISO of a configMap, secret, serviceAccount or
-// downwardAPI volume, rewriting it only when its content changed.
-func (p *preparer) configISO(a convert.HostArtifact) error {
+// configISO plans the ISO of a configMap, secret, serviceAccount or
+// downwardAPI volume, to be rewritten only when its content changed.
+func (p *planner) configISO(a convert.HostArtifact) error {
 	files, label, labelPath, err := configFiles(p.vmi, a.Index, p.sources)
 	if err != nil {
 		return err
@@ -40,7 +40,7 @@ func (p *preparer) configISO(a convert.HostArtifact) error {
 		}
 		return fmt.Errorf("volume %s: %w", a.Volume, err)
 	}
-	return p.writeFile(a.Path, img)
+	return p.writePlan(a, img)
 }
 
 // configFiles returns the files of a config volume and its label.
@@ -83,7 +83,7 @@ func configFiles(vmi *v1.VirtualMachineInstance, index int, sources ConfigSource
 	}
 	files, err := readFolder(dir, maxConfigBytes)
 	if err != nil {
-		return nil, "", nil, field.Invalid(fp, name, fmt.Sprintf("%s folder: %v", what, err))
+		return nil, "", nil, notReady(field.Invalid(fp, name, fmt.Sprintf("%s folder: %v", what, err)))
 	}
 	return files, label, lp, nil
 }

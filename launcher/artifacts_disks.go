@@ -10,7 +10,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strconv"
 	"strings"
 
 	"k8s.io/apimachinery/pkg/util/validation/field"
@@ -21,12 +20,15 @@ import (
 // qemuImg is the qemu-img binary (package qemu-utils).
 var qemuImg = "qemu-img"
 
-// overlay creates a qcow2 overlay over a containerDisk image or an
+// overlay plans a qcow2 overlay over a containerDisk image or an
 // ephemeral volume's claim, unless it exists already (then it is left
 // alone: the guest may have written to it).
-func (p *preparer) overlay(a convert.HostArtifact) error {
+func (p *planner) overlay(a convert.HostArtifact) error {
 	if exists, err := existingFile(a.Path); err != nil || exists {
-		return err
+		if err != nil {
+			return notReady(err)
+		}
+		return p.add(a, Artifact{Action: ActionKeep, BackingPath: a.BackingPath, BackingFormat: a.BackingFormat})
 	}
 	vol := &p.vmi.Spec.Volumes[a.Index]
 	vp := field.NewPath("spec", "volumes").Index(a.Index)
@@ -47,31 +49,34 @@ func (p *preparer) overlay(a convert.HostArtifact) error {
 	}
 	st, err := os.Stat(a.BackingPath)
 	if errors.Is(err, fs.ErrNotExist) {
-		return field.Invalid(fp, value, missing)
+		return notReady(field.Invalid(fp, value, missing))
 	}
 	if err != nil {
-		return field.Invalid(fp, value, err.Error())
+		return notReady(field.Invalid(fp, value, err.Error()))
 	}
 	if st.IsDir() {
-		return field.Invalid(fp, value, a.BackingPath+" is a folder, not a disk image")
+		return notReady(field.Invalid(fp, value, a.BackingPath+" is a folder, not a disk image"))
 	}
 	format := a.BackingFormat
 	if format == "" {
 		if format, err = probeFormat(p.ctx, a.BackingPath); err != nil {
-			return field.Invalid(fp, value, err.Error())
+			return notReady(field.Invalid(fp, value, err.Error()))
 		}
 	}
 	if err := p.owner.canReach(filepath.Dir(a.BackingPath)); err != nil {
-		return field.Invalid(fp, value, err.Error())
+		return notReady(field.Invalid(fp, value, err.Error()))
 	}
-	return p.qemuImgCreate(a.Path, []string{"-f", "qcow2", "-F", format, "-b", a.BackingPath}, "")
+	return p.add(a, Artifact{Action: ActionCreate, BackingPath: a.BackingPath, BackingFormat: format})
 }
 
-// emptyDisk creates an empty qcow2 disk of the volume's capacity unless it
+// emptyDisk plans an empty qcow2 disk of the volume's capacity unless it
 // exists already.
-func (p *preparer) emptyDisk(a convert.HostArtifact) error {
+func (p *planner) emptyDisk(a convert.HostArtifact) error {
 	if exists, err := existingFile(a.Path); err != nil || exists {
-		return err
+		if err != nil {
+			return notReady(err)
+		}
+		return p.add(a, Artifact{Action: ActionKeep})
 	}
 	ed := p.vmi.Spec.Volumes[a.Index].EmptyDisk
 	fp := field.NewPath("spec", "volumes").Index(a.Index).Child("emptyDisk", "capacity")
@@ -79,12 +84,12 @@ func (p *preparer) emptyDisk(a convert.HostArtifact) error {
 	if size <= 0 {
 		return field.Invalid(fp, ed.Capacity.String(), "must be greater than zero")
 	}
-	return p.qemuImgCreate(a.Path, []string{"-f", a.Format}, strconv.FormatInt(size, 10))
+	return p.add(a, Artifact{Action: ActionCreate, Size: size})
 }
 
-// hostDisk creates a hostDisk of type DiskOrCreate, a sparse raw file of
-// its capacity, when it does not exist. Its folder must exist.
-func (p *preparer) hostDisk(a convert.HostArtifact) error {
+// hostDisk plans a hostDisk of type DiskOrCreate: a sparse raw file of its
+// capacity when it does not exist. Its folder must exist.
+func (p *planner) hostDisk(a convert.HostArtifact) error {
 	hd := p.vmi.Spec.Volumes[a.Index].HostDisk
 	vp := field.NewPath("spec", "volumes").Index(a.Index).Child("hostDisk")
 	if !filepath.IsAbs(a.Path) {
@@ -93,37 +98,25 @@ func (p *preparer) hostDisk(a convert.HostArtifact) error {
 	st, err := os.Stat(a.Path)
 	switch {
 	case err == nil && st.Mode().IsRegular():
-		return nil
+		return p.add(a, Artifact{Action: ActionKeep})
 	case err == nil:
-		return field.Invalid(vp.Child("path"), hd.Path, "exists and is not a regular file")
+		return notReady(field.Invalid(vp.Child("path"), hd.Path, "exists and is not a regular file"))
 	case !errors.Is(err, fs.ErrNotExist):
-		return field.Invalid(vp.Child("path"), hd.Path, err.Error())
+		return notReady(field.Invalid(vp.Child("path"), hd.Path, err.Error()))
 	}
 	size := hd.Capacity.Value()
 	if size <= 0 {
 		return field.Required(vp.Child("capacity"), "a hostDisk of type DiskOrCreate that does not exist needs a capacity")
 	}
 	if st, err := os.Stat(filepath.Dir(a.Path)); err != nil || !st.IsDir() {
-		return field.Invalid(vp.Child("path"), hd.Path, "its folder does not exist")
+		return notReady(field.Invalid(vp.Child("path"), hd.Path, "its folder does not exist"))
 	}
-	f, err := os.OpenFile(a.Path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, artifactMode)
-	if err != nil {
-		return field.Invalid(vp.Child("path"), hd.Path, err.Error())
-	}
-	p.created = append(p.created, a.Path)
-	err = f.Truncate(size)
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err != nil {
-		return fmt.Errorf("create hostDisk %s: %w", a.Path, err)
-	}
-	return nil
+	return p.add(a, Artifact{Action: ActionCreate, Size: size})
 }
 
 // checkKernelBoot checks that the kernel and initrd of
 // spec.domain.firmware.kernelBoot.container are in the image store.
-func (p *preparer) checkKernelBoot() error {
+func (p *planner) checkKernelBoot() error {
 	fw := p.vmi.Spec.Domain.Firmware
 	if fw == nil || fw.KernelBoot == nil || fw.KernelBoot.Container == nil {
 		return nil
@@ -135,7 +128,7 @@ func (p *preparer) checkKernelBoot() error {
 	}
 	folder := p.layout.ImageFolder(c.Image)
 	if st, err := os.Stat(folder); err != nil || !st.IsDir() {
-		return field.Invalid(cp.Child("image"), c.Image, "image not found in the image store (no folder "+folder+")")
+		return notReady(field.Invalid(cp.Child("image"), c.Image, "image not found in the image store (no folder "+folder+")"))
 	}
 	paths := p.layout.Paths(p.vmi)
 	for _, f := range []struct {
@@ -146,10 +139,10 @@ func (p *preparer) checkKernelBoot() error {
 		}
 		st, err := os.Stat(f.path)
 		if err != nil || !st.Mode().IsRegular() {
-			return field.Invalid(cp.Child(f.name), f.value, "not a file of image "+c.Image+" in the image store (no "+f.path+")")
+			return notReady(field.Invalid(cp.Child(f.name), f.value, "not a file of image "+c.Image+" in the image store (no "+f.path+")"))
 		}
 		if err := p.owner.canReach(filepath.Dir(f.path)); err != nil {
-			return field.Invalid(cp.Child("image"), c.Image, err.Error())
+			return notReady(field.Invalid(cp.Child("image"), c.Image, err.Error()))
 		}
 	}
 	return nil
@@ -157,9 +150,10 @@ func (p *preparer) checkKernelBoot() error {
 
 // qemuImgCreate runs qemu-img create with opts on a temporary file beside
 // path (size empty for an overlay, which takes its backing file's) and
-// renames it into place, so that no half-made disk is left under path.
-func (p *preparer) qemuImgCreate(path string, opts []string, size string) error {
-	if err := p.subFolder(path); err != nil {
+// renames it into place, so that no half-made disk is left under path. A
+// disk that exists by now is left alone.
+func (a *applier) qemuImgCreate(path string, opts []string, size string) error {
+	if exists, err := existingFile(path); err != nil || exists {
 		return err
 	}
 	tmp := filepath.Join(filepath.Dir(path), ".tmp-"+filepath.Base(path))
@@ -168,7 +162,7 @@ func (p *preparer) qemuImgCreate(path string, opts []string, size string) error 
 	if size != "" {
 		args = append(args, size)
 	}
-	if _, err := runQemuImg(p.ctx, args...); err != nil {
+	if _, err := runQemuImg(a.ctx, args...); err != nil {
 		_ = os.Remove(tmp)
 		return err
 	}
@@ -180,7 +174,7 @@ func (p *preparer) qemuImgCreate(path string, opts []string, size string) error 
 		_ = os.Remove(tmp)
 		return err
 	}
-	p.created = append(p.created, path)
+	a.created = append(a.created, path)
 	return nil
 }
 
@@ -245,7 +239,7 @@ func existingFile(path string) (bool, error) {
 // file still to be created, where its folder leads). A dangling symbolic
 // link is refused too. Block devices under /dev/ are left to the
 // lexical check: udev's links there (/dev/vg0/lv → ../dm-3) are the host's.
-func (p *preparer) checkHostDisks() error {
+func (p *planner) checkHostDisks() error {
 	for i := range p.vmi.Spec.Volumes {
 		hd := p.vmi.Spec.Volumes[i].HostDisk
 		if hd == nil || strings.HasPrefix(filepath.Clean(hd.Path), "/dev/") {
@@ -254,7 +248,7 @@ func (p *preparer) checkHostDisks() error {
 		fp := field.NewPath("spec", "volumes").Index(i).Child("hostDisk", "path")
 		real, err := resolvePath(filepath.Clean(hd.Path))
 		if err != nil {
-			return field.Invalid(fp, hd.Path, err.Error())
+			return notReady(field.Invalid(fp, hd.Path, err.Error()))
 		}
 		if !underAllowed(real, p.layout.HostDiskAllow) {
 			return field.Invalid(fp, hd.Path, "leads to "+real+" through a symbolic link, outside the folders of HostLayout.HostDiskAllow")

@@ -138,3 +138,56 @@ func BenchmarkEventToWatch(b *testing.B) {
 	b.ReportMetric(float64(fromCallback.Microseconds())/n/1000, "ms-callback-to-Watch/op")
 	b.ReportMetric(float64(e.l.DroppedEvents()), "dropped-events")
 }
+
+// BenchmarkSyncRunning measures the steady-state reconcile: Sync of a VMI
+// whose domain already runs as its spec says (plan, compare, nothing to
+// change).
+//
+//	go test ./launcher -run '^$' -bench SyncRunning -benchmem
+func BenchmarkSyncRunning(b *testing.B) {
+	e := newEnv(b)
+	ctx := context.Background()
+	vmi := guestVMI(b, uniqueName("bench-steady"), 0, testguest.ActionIgnore)
+	e.sync(b, vmi)
+	e.watch.waitPhase(b, vmi.Name, v1.Running, 3*time.Minute)
+	b.ReportAllocs()
+	b.ResetTimer()
+	for b.Loop() {
+		if err := e.l.Sync(ctx, vmi); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// BenchmarkList50 measures List with 50 owned domains, defined (from each
+// VMI's Plan) but not started, so the machine's cores are not the limit.
+//
+//	go test ./launcher -run '^$' -bench List50 -benchmem
+func BenchmarkList50(b *testing.B) {
+	owner := uniqueName("bench-list-owner")
+	e := newEnvWith(b, func(c *launcher.Config) { c.Owner = owner })
+	ctx := context.Background()
+	for i := range 50 {
+		vmi := guestVMI(b, uniqueName(fmt.Sprintf("bench-list-%02d", i)), 0, testguest.ActionIgnore)
+		plan, err := e.l.Plan(ctx, vmi)
+		if err != nil {
+			b.Fatal(err)
+		}
+		dom, err := e.conn.DomainDefineXML(string(plan.XML))
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.Cleanup(func() { _ = dom.Undefine(); _ = dom.Free() })
+	}
+	b.ReportAllocs()
+	b.ResetTimer()
+	for b.Loop() {
+		list, err := e.l.List(ctx)
+		if err != nil {
+			b.Fatal(err)
+		}
+		if len(list) != 50 {
+			b.Fatalf("List: %d VMIs, want 50", len(list))
+		}
+	}
+}

@@ -1,7 +1,9 @@
 package launcher
 
 import (
+	"fmt"
 	"log/slog"
+	"os"
 	"time"
 
 	"github.com/vmi2libvirt/vmi2libvirt/api"
@@ -15,12 +17,24 @@ const (
 	DefaultImageStore = "/var/lib/vmi2libvirt/images"
 )
 
-// Config says how a Launcher reaches libvirt and how it places and converts
-// VMIs. The zero value is usable: qemu:///system, the default folders, KVM,
-// KubeVirt's cluster defaults, no logging.
+// Config says how a Launcher reaches libvirt, who it is, and how it places
+// and converts VMIs. The zero value is usable: qemu:///system, the host's
+// name as owner, the default folders, KVM, KubeVirt's cluster defaults, no
+// logging.
+//
+// The launcher decides the rest of convert.Options from the host itself:
+// the domain type (kvm, or qemu with Emulate), the OVMF files found, whether
+// libvirt accepts memory hotplug, and, as on any plain host, a serial
+// console log and explicit hugepage sizes.
 type Config struct {
 	// URI of the libvirt connection; DefaultURI when empty.
 	URI string
+
+	// Owner names this launcher, for example after its node. Every domain
+	// it defines records its owner; a launcher lists, adopts and changes
+	// only the domains it owns, so launchers with different owners can
+	// share one libvirtd. Empty: the host's name.
+	Owner string
 
 	// Layout places each VMI on the host. An empty StateDir is
 	// DefaultStateDir, an empty ImageStore DefaultImageStore.
@@ -34,15 +48,34 @@ type Config struct {
 	Cluster api.ClusterConfig
 
 	// Sources name the local folders behind configMap, secret and
-	// serviceAccount volumes.
+	// serviceAccount volumes, and the user QEMU runs as.
 	Sources ConfigSources
 
-	// Options are the converter options the embedder chooses: host devices,
-	// CPU set, balloon statistics, SMBIOS strings, OVMF paths... The
-	// launcher sets Layout, DomainType and NoMemoryHotplug itself, turns the
-	// serial console log on (a VMI may turn it off), and fills SMBIOS and
-	// EFI from the host when they are left empty.
-	Options convert.Options
+	// HostDevices maps the name of each GPU, host device and SR-IOV
+	// interface of a VMI to the host device behind it
+	// (convert.Options.HostDevices).
+	HostDevices map[string]convert.HostDevice
+
+	// CPUSet lists the host CPUs dedicated vCPUs are pinned to, in order
+	// (convert.Options.CPUSet).
+	CPUSet []uint
+
+	// SMBIOS are the strings of the guests' SMBIOS system table; empty:
+	// KubeVirt's ("KubeVirt", "None").
+	SMBIOS convert.SMBIOS
+
+	// EFI names the OVMF files for EFI guests; empty: the first set found
+	// on the host (Debian's, then Fedora's). New refuses files that do not
+	// exist.
+	EFI convert.EFIFirmware
+
+	// MemBalloonStatsPeriod is the balloon statistics period in seconds (0:
+	// off); FreePageReporting turns the balloon's free page reporting on;
+	// BochsForEFIGuests gives EFI guests bochs video instead of VGA (see
+	// convert.Options).
+	MemBalloonStatsPeriod uint
+	FreePageReporting     bool
+	BochsForEFIGuests     bool
 
 	// Logger receives the launcher's log; nil is silent.
 	Logger *slog.Logger
@@ -67,6 +100,9 @@ type Config struct {
 func (cfg Config) withDefaults() Config {
 	if cfg.URI == "" {
 		cfg.URI = DefaultURI
+	}
+	if cfg.Owner == "" {
+		cfg.Owner, _ = os.Hostname()
 	}
 	if cfg.Layout.StateDir == "" {
 		cfg.Layout.StateDir = DefaultStateDir
@@ -96,4 +132,45 @@ func (cfg Config) withDefaults() Config {
 		}
 	}
 	return cfg
+}
+
+// check refuses a Config the launcher could not honour: an owner it cannot
+// record, folders that are not absolute, OVMF files that are not there.
+func (cfg Config) check() error {
+	if cfg.Owner == "" {
+		return fmt.Errorf("launcher: Config.Owner is empty and the host has no name")
+	}
+	if err := checkAlias("Config.Owner", cfg.Owner); err != nil {
+		return err
+	}
+	if err := checkAbsolute("Config.Layout.StateDir", cfg.Layout.StateDir); err != nil {
+		return fmt.Errorf("launcher: %w", err)
+	}
+	if err := checkAbsolute("Config.Layout.ImageStore", cfg.Layout.ImageStore); err != nil {
+		return fmt.Errorf("launcher: %w", err)
+	}
+	for what, path := range map[string]string{
+		"Config.EFI.Code": cfg.EFI.Code, "Config.EFI.Vars": cfg.EFI.Vars,
+		"Config.EFI.SecureBootCode": cfg.EFI.SecureBootCode, "Config.EFI.SecureBootVars": cfg.EFI.SecureBootVars,
+	} {
+		if path != "" && !fileExists(path) {
+			return fmt.Errorf("launcher: %s %s does not exist", what, path)
+		}
+	}
+	return nil
+}
+
+// checkAlias refuses a name the launcher writes into libvirt's metadata
+// that is too long or holds characters beyond letters, digits, '.', '-',
+// '_' and ':' (node names, host names).
+func checkAlias(what, s string) error {
+	if len(s) > 253 {
+		return fmt.Errorf("launcher: %s %q is longer than 253 characters", what, s)
+	}
+	for _, r := range s {
+		if !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '.' || r == '-' || r == '_' || r == ':') {
+			return fmt.Errorf("launcher: %s %q may hold only letters, digits, '.', '-', '_' and ':'", what, s)
+		}
+	}
+	return nil
 }

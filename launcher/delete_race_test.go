@@ -5,41 +5,39 @@ import (
 	"errors"
 	"testing"
 	"time"
-
-	"github.com/vmi2libvirt/vmi2libvirt/api"
 )
 
-// TestSyncOvertakenByDelete: a Sync that waits for a VMI's record while a
-// Delete of it holds the record returns ErrDeleted once the Delete is
-// done, and leaves the VMI unmanaged. (Sync reaches the check before any
-// libvirt call or file work, so no libvirtd is needed.)
+// TestSyncOvertakenByDelete: a Sync that waits for a VMI's lock while a
+// Delete of it holds the lock returns ErrDeleted once the Delete is done,
+// and leaves the VMI unowned. (The check comes before any libvirt call,
+// so no libvirtd is needed.)
 func TestSyncOvertakenByDelete(t *testing.T) {
-	l := &Launcher{vmis: map[string]*record{}}
-	vmi, err := api.Decode([]byte(`
-apiVersion: kubevirt.io/v1
-kind: VirtualMachineInstance
-metadata: {name: racer, namespace: ns1}
-spec:
-  domain:
-    resources: {requests: {memory: 128Mi}}
-`))
-	if err != nil {
-		t.Fatal(err)
-	}
-	v := vmi.DeepCopy()
-	api.Default(v, l.cfg.Cluster)
+	l := &Launcher{vmis: map[string]*vmiState{}}
+	l.ctx, l.cancel = context.WithCancel(context.Background())
+	defer l.cancel()
+	st := l.stateFor("ns1", "racer", "")
+	name := st.name
 
 	// A Sync called just before a Delete: it reads the count of Deletes,
-	// then Delete counts itself, takes the record first (as Delete does
-	// with an unmanaged VMI), and retires it.
-	name := "ns1_racer"
-	rec := l.lockRecord(v)
+	// then Delete counts itself, takes the lock first and retires the VMI.
+	deletes := l.deleteCount(name)
+	if err := st.acquire(context.Background()); err != nil {
+		t.Fatal(err)
+	}
 	done := make(chan error, 1)
-	go func() { done <- l.Sync(context.Background(), vmi) }()
-	time.Sleep(300 * time.Millisecond) // Sync reads the count and waits for the record
+	go func() {
+		done <- l.bounded(context.Background(), st, func(ctx context.Context) error {
+			if l.deleteCount(name) != deletes {
+				l.forget(st)
+				return ErrDeleted
+			}
+			return errors.New("the Sync went on")
+		})
+	}()
+	time.Sleep(100 * time.Millisecond) // the Sync waits for the lock
 	l.countDelete(name)
-	l.forget(rec)
-	rec.syncMu.Unlock()
+	l.forget(st)
+	st.release()
 
 	select {
 	case err := <-done:
@@ -49,7 +47,36 @@ spec:
 	case <-time.After(10 * time.Second):
 		t.Fatal("Sync did not return")
 	}
-	if rec := l.lookupRecord(name); rec != nil {
-		t.Errorf("the VMI is still managed after ErrDeleted")
+	if st := l.lookupState(name); st != nil {
+		t.Errorf("the VMI is still owned after ErrDeleted")
 	}
+}
+
+// TestBoundedReturnsWhenContextEnds: a call returns as soon as its context
+// ends, even while its work is blocked (a libvirt call cannot be
+// interrupted); the VMI's lock is released only when the work is done.
+func TestBoundedReturnsWhenContextEnds(t *testing.T) {
+	l := &Launcher{vmis: map[string]*vmiState{}}
+	st := l.stateFor("ns", "slow", "")
+	unblock := make(chan struct{})
+	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
+	defer cancel()
+	err := l.bounded(ctx, st, func(ctx context.Context) error {
+		<-unblock
+		return nil
+	})
+	if !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("bounded = %v, want the context's deadline", err)
+	}
+	busy, cancel2 := context.WithTimeout(context.Background(), 50*time.Millisecond)
+	defer cancel2()
+	if err := st.acquire(busy); err == nil {
+		t.Fatal("the lock was free while the work still ran")
+	}
+	close(unblock)
+	l.wg.Wait()
+	if err := st.acquire(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	st.release()
 }

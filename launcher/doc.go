@@ -1,42 +1,69 @@
 // Package launcher runs VirtualMachineInstances on a libvirt host: it
-// prepares their host artifacts, defines and starts their domains, watches
-// libvirt's events and reports each VMI's status. It is the only package of
-// the module that talks to libvirt (cgo, libvirt.org/go/libvirt).
+// plans and makes their host artifacts, defines and starts their domains,
+// watches libvirt's events and reports each VMI's status. It is the only
+// package of the module that talks to libvirt (cgo, libvirt.org/go/libvirt),
+// and it is made to be embedded in a controller: every call is short,
+// bounded by its context and idempotent, and what it decides from lives in
+// libvirt, not in memory.
 //
-// One Launcher serves one libvirt URI and is safe for concurrent use:
-//
-//	l, err := launcher.New(ctx, launcher.Config{Emulate: true}) // qemu:///system
+//	l, err := launcher.New(ctx, launcher.Config{Owner: "node01", Emulate: true}) // qemu:///system
 //	if err != nil { ... }
 //	defer l.Close()
-//	events := l.Watch(ctx)            // every status change of every VMI it manages
-//	err = l.Sync(ctx, vmi)            // idempotent: define, start, resume
+//	events := l.Watch(ctx)            // every status change of every VMI it owns
+//	err = l.Sync(ctx, vmi)            // idempotent: artifacts, define, start once, resume
 //	for ev := range events { fmt.Println(ev.Name, ev.Status.Phase) }
-//	err = l.Stop(ctx, vmi)            // ACPI, then destroy after the grace period
+//	err = l.Shutdown(ctx, vmi)        // ACPI now; destroyed at the grace period's end
 //	err = l.Delete(ctx, vmi)          // undefine, remove the state folder
 //
-// Host facts — whether KVM may be used, the OVMF files, whether libvirt
-// accepts memory hotplug — are probed from the connection and handed to
-// convert.Convert as Options; Config.Emulate forces domain type qemu.
-// Where a VMI's files live is Config.Layout (convert.HostLayout: one state
-// folder per VMI, containerDisk images and kernel-boot files in an image
-// store).
+// # Plan, then apply
+//
+// Plan computes what Sync does on this host — the exact domain XML,
+// converted (package pipeline) with the host's facts, and the artifacts
+// with their contents and modes — and writes nothing; Sync applies it. A
+// VMI refused while planning leaves nothing behind, and a dry run is a
+// Plan. Host facts (KVM, the OVMF files, whether libvirt accepts memory
+// hotplug) are probed once per connection; Config.Emulate forces domain
+// type qemu. Where a VMI's files live is Config.Layout (convert.HostLayout:
+// one state folder per VMI, images in an image store).
+//
+// # State that survives restarts
+//
+// Each domain a launcher defines carries, in its metadata, the VMI it runs
+// (namespace, name, UID, grace period), the launcher's owner, whether it
+// has been started, a graceful shutdown under way with its deadline, and
+// how it ended. A launcher restarted on the same host (New with the same
+// Config.Owner) adopts its domains: Watch reports them without a Sync, a
+// running guest is not touched, a pending shutdown keeps its deadline, and
+// a VMI that ran to its end is never started again — whatever status the
+// caller passes, and even when libvirtd forgot how the domain stopped.
+// List finds every domain the launcher owns, so that those of VMIs gone
+// while nobody watched can be deleted. Launchers with different owners
+// share one libvirtd without touching each other's domains.
+//
+// # Status
 //
 // Status follows KubeVirt: the phase comes from libvirt's state and reason
 // by the rules of package domain (a domain destroyed after ignoring the
 // ACPI power button during its grace period is Failed, a guest that powered
 // off Succeeded, a killed QEMU Failed), with the conditions Ready, Paused
 // and AgentConnected. Events are hints, state is truth: every libvirt event
-// makes the launcher re-read the domain's state, and Watch delivers the
-// status when it changed.
+// makes the launcher re-read the domain, and Watch delivers the status when
+// it changed.
+//
+// # Errors
+//
+// A reconciler acts on four classes, reachable with errors.Is and no cgo
+// import: ErrInvalid (permanent: an *InvalidError with every field error of
+// the VMI), ErrHostNotReady (retry later: a *HostError naming the VMI's
+// field, or a *LibvirtError), ErrUnavailable (transient: libvirt cannot be
+// reached), ErrConflict (a *ConflictError: the domain is another's).
+//
+// # Connections
 //
 // libvirt's event loop is registered once per process, before the first
 // connection, and runs in one goroutine. The launcher keeps two connections
 // (one for the calls that change domains, one for events and status
 // reads), with keepalive and a close callback; when they are lost it
 // reconnects with backoff, re-registers its callbacks and re-reads every
-// managed VMI.
-//
-// Errors wrap their causes: errors.As finds *libvirt.Error for libvirt's,
-// *field.Error for a VMI that api.Validate or convert.Convert refuses
-// (Sync's *InvalidError unwraps to each of them).
+// VMI it owns.
 package launcher

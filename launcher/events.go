@@ -99,34 +99,34 @@ func (l *Launcher) dispatchLoop() {
 		case <-l.ctx.Done():
 			return
 		case <-poll:
-			for _, rec := range l.records() {
-				if rec.agentConnected.Load() {
-					l.scheduleRefresh(rec, time.Time{})
+			for _, st := range l.states() {
+				if st.agentConnected.Load() {
+					l.scheduleRefresh(st, time.Time{})
 				}
 			}
 		case h := <-l.events.ch:
-			if rec := l.lookupRecord(h.name); rec != nil {
-				l.scheduleRefresh(rec, h.at)
+			if st := l.lookupState(h.name); st != nil {
+				l.scheduleRefresh(st, h.at)
 			}
 		case <-l.events.kick:
 			for name, at := range l.events.takeOverflow() {
-				if rec := l.lookupRecord(name); rec != nil {
-					l.scheduleRefresh(rec, at)
+				if st := l.lookupState(name); st != nil {
+					l.scheduleRefresh(st, at)
 				}
 			}
 		}
 	}
 }
 
-// scheduleRefresh re-reads rec's state soon, in its own goroutine, unless a
+// scheduleRefresh re-reads st's state soon, in its own goroutine, unless a
 // refresh is already queued (it will read the state after this event too).
 // at is the time of the libvirt event that asked for it (zero for none).
 // It is called only from the launcher's background goroutines.
-func (l *Launcher) scheduleRefresh(rec *record, at time.Time) {
+func (l *Launcher) scheduleRefresh(st *vmiState, at time.Time) {
 	if !at.IsZero() {
-		rec.hintTime.CompareAndSwap(0, at.UnixNano())
+		st.hintTime.CompareAndSwap(0, at.UnixNano())
 	}
-	if !rec.refreshPending.CompareAndSwap(false, true) {
+	if !st.refreshPending.CompareAndSwap(false, true) {
 		return
 	}
 	l.wg.Add(1)
@@ -134,15 +134,13 @@ func (l *Launcher) scheduleRefresh(rec *record, at time.Time) {
 		defer l.wg.Done()
 		ctx, cancel := context.WithTimeout(l.ctx, 30*time.Second)
 		defer cancel()
-		rec.mu.Lock()
-		defer rec.mu.Unlock()
-		rec.refreshPending.Store(false)
+		st.refreshPending.Store(false)
 		var at time.Time
-		if ns := rec.hintTime.Swap(0); ns != 0 {
+		if ns := st.hintTime.Swap(0); ns != 0 {
 			at = time.Unix(0, ns)
 		}
-		if _, err := l.refreshLocked(ctx, rec, at); err != nil {
-			l.log.Debug("status refresh failed", "vmi", rec.key(), "err", err)
+		if _, err := l.publish(ctx, st, at, false); err != nil {
+			l.log.Debug("status refresh failed", "vmi", st.key(), "err", err)
 		}
 	}()
 }

@@ -2,6 +2,7 @@ package launcher_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log"
 	"os"
@@ -25,7 +26,7 @@ func Example() {
 	if err != nil {
 		log.Fatal(err)
 	}
-	l, err := launcher.New(ctx, launcher.Config{Emulate: true})
+	l, err := launcher.New(ctx, launcher.Config{Owner: "node01", Emulate: true})
 	if err != nil {
 		log.Fatal(err)
 	}
@@ -41,8 +42,11 @@ func Example() {
 		if ev.Status.Phase == v1.Running && !stopping {
 			stopping = true
 			// Press the power button; the guest has its grace period
-			// (spec.terminationGracePeriodSeconds) to power off.
-			go func() { _ = l.Stop(ctx, vmi) }()
+			// (spec.terminationGracePeriodSeconds) to power off, then
+			// the launcher destroys it.
+			if err := l.Shutdown(ctx, vmi); err != nil {
+				log.Fatal(err)
+			}
 		}
 		if domain.IsFinal(ev.Status.Phase) {
 			break
@@ -50,5 +54,58 @@ func Example() {
 	}
 	if err := l.Delete(ctx, vmi); err != nil {
 		log.Fatal(err)
+	}
+}
+
+// A reconciler sorts Sync's errors by class, without importing libvirt:
+// give up on an invalid VMI (and say why, field by field), retry later
+// when the host is not ready or libvirt is away, report a conflict.
+func ExampleLauncher_Sync() {
+	ctx := context.Background()
+	l, err := launcher.New(ctx, launcher.Config{Owner: "node01"})
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer l.Close()
+	var vmi *v1.VirtualMachineInstance // from the API server
+
+	err = l.Sync(ctx, vmi)
+	var invalid *launcher.InvalidError
+	switch {
+	case err == nil:
+	case errors.As(err, &invalid):
+		for _, fe := range invalid.Errors {
+			fmt.Println("refused:", fe.Field, fe.Detail) // mark the VMI Failed; no retry
+		}
+	case errors.Is(err, launcher.ErrHostNotReady), errors.Is(err, launcher.ErrUnavailable):
+		fmt.Println("retry later:", err) // requeue with backoff
+	case errors.Is(err, launcher.ErrConflict):
+		fmt.Println("not ours:", err) // another launcher's domain
+	default:
+		fmt.Println(err)
+	}
+}
+
+// After a restart, List finds the domains this launcher owns; those whose
+// VMI no longer exists are removed.
+func ExampleLauncher_List() {
+	ctx := context.Background()
+	l, err := launcher.New(ctx, launcher.Config{Owner: "node01"})
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer l.Close()
+	exists := func(namespace, name string) bool { return false } // ask the API server
+
+	owned, err := l.List(ctx)
+	if err != nil {
+		log.Fatal(err)
+	}
+	for _, vmi := range owned {
+		if !exists(vmi.Namespace, vmi.Name) {
+			if err := l.Delete(ctx, vmi); err != nil {
+				log.Print(err)
+			}
+		}
 	}
 }

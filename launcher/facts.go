@@ -2,8 +2,9 @@ package launcher
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"fmt"
-	"os"
 	"slices"
 	"time"
 
@@ -21,6 +22,10 @@ type hostFacts struct {
 	kvm bool
 	// efi are the OVMF files found, zero when none.
 	efi convert.EFIFirmware
+	// memoryHotplug tells whether libvirt defines a domain with
+	// <maxMemory> and no memory slots (virtio-mem hotplug, as KubeVirt
+	// writes it); Debian 12's libvirt 9.0 does not.
+	memoryHotplug bool
 	// slowest is the longest a capabilities query took while probing.
 	slowest time.Duration
 }
@@ -69,7 +74,7 @@ func (l *Launcher) hostFacts(ctx context.Context) (hostFacts, error) {
 		return err
 	})
 	if err == nil && !cached {
-		l.log.Info("host probed", "libvirt", f.libVersion, "kvm", f.kvm, "ovmf", f.efi.Code, "took", time.Since(began))
+		l.log.Info("host probed", "libvirt", f.libVersion, "kvm", f.kvm, "ovmf", f.efi.Code, "memory hotplug", f.memoryHotplug, "took", time.Since(began))
 		l.checkHostHealth(f)
 	}
 	return f, err
@@ -110,40 +115,62 @@ func probe(c *libvirt.Connect) (hostFacts, error) {
 			break
 		}
 	}
+	f.memoryHotplug = probeMemoryHotplug(c)
 	return f, nil
 }
 
-func fileExists(path string) bool {
-	_, err := os.Stat(path)
-	return err == nil
+// probeMemoryHotplug tells whether libvirt defines a domain with a
+// <maxMemory> without memory slots, as KubeVirt writes memory hotplug
+// through virtio-mem: it defines a throwaway domain so, and undefines it.
+func probeMemoryHotplug(c *libvirt.Connect) bool {
+	var id [6]byte
+	_, _ = rand.Read(id[:])
+	name := "vmi2libvirt-probe-" + hex.EncodeToString(id[:])
+	xml := `<domain type="qemu"><name>` + name + `</name>` +
+		`<maxMemory slots="0" unit="MiB">256</maxMemory><memory unit="MiB">64</memory>` +
+		`<os><type arch="x86_64" machine="q35">hvm</type></os></domain>`
+	dom, err := c.DomainDefineXMLFlags(xml, libvirt.DOMAIN_DEFINE_VALIDATE)
+	if err != nil {
+		return false
+	}
+	_ = dom.Undefine()
+	dom.Free()
+	return true
 }
 
 // defaultSMBIOS are the SMBIOS strings of a domain when Config leaves them
 // empty: KubeVirt's, so guests see what they would see under KubeVirt.
 var defaultSMBIOS = convert.SMBIOS{Manufacturer: "KubeVirt", Product: "None", Family: "KubeVirt"}
 
-// options returns the converter options for the host described by f.
+// options returns the converter options for the host described by f:
+// Config's choices, and what the launcher decides from the host.
 func (l *Launcher) options(f hostFacts) (convert.Options, error) {
-	opts := l.cfg.Options
-	opts.Layout = l.cfg.Layout
+	opts := convert.Options{
+		Layout:                l.cfg.Layout,
+		SMBIOS:                l.cfg.SMBIOS,
+		EFI:                   l.cfg.EFI,
+		CPUSet:                l.cfg.CPUSet,
+		MemBalloonStatsPeriod: l.cfg.MemBalloonStatsPeriod,
+		FreePageReporting:     l.cfg.FreePageReporting,
+		BochsForEFIGuests:     l.cfg.BochsForEFIGuests,
+		HostDevices:           l.cfg.HostDevices,
+		SerialConsoleLog:      true, // a VMI may turn it off
+		HugepageSize:          true, // a plain host may mount several hugepage sizes
+		NoMemoryHotplug:       !f.memoryHotplug,
+	}
 	switch {
 	case l.cfg.Emulate:
 		opts.DomainType = "qemu"
 	case f.kvm:
 		opts.DomainType = "kvm"
 	default:
-		return opts, fmt.Errorf("launcher: KVM is not available on %s and emulation is not allowed (Config.Emulate)", l.cfg.URI)
+		return opts, &HostError{Err: fmt.Errorf("KVM is not available on %s and emulation is not allowed (Config.Emulate)", l.cfg.URI)}
 	}
 	if opts.SMBIOS == (convert.SMBIOS{}) {
 		opts.SMBIOS = defaultSMBIOS
 	}
 	if opts.EFI == (convert.EFIFirmware{}) {
 		opts.EFI = f.efi
-	}
-	opts.SerialConsoleLog = true
-	opts.HugepageSize = true // a plain host may mount several hugepage sizes
-	if l.noMemoryHotplug.Load() {
-		opts.NoMemoryHotplug = true
 	}
 	return opts, nil
 }

@@ -3,6 +3,7 @@ package launcher
 // Unit tests of the launcher's pieces that need no libvirtd.
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"strings"
@@ -36,11 +37,15 @@ func TestConfigDefaults(t *testing.T) {
 
 func TestErrorsUnwrap(t *testing.T) {
 	// A libvirt error, as the bindings return it (a value), is found as
-	// *libvirt.Error through the launcher's wrapping.
+	// *LibvirtError and *libvirt.Error through the launcher's wrapping.
 	err := wrapErr(fmt.Errorf("inner: %w", libvirt.Error{Code: libvirt.ERR_NO_DOMAIN, Message: "no domain"}), "look up %s", "x")
 	var lverr *libvirt.Error
 	if !errors.As(err, &lverr) || lverr.Code != libvirt.ERR_NO_DOMAIN {
 		t.Fatalf("errors.As(*libvirt.Error) on %v: %v", err, lverr)
+	}
+	var le *LibvirtError
+	if !errors.As(err, &le) || le.Code != int(libvirt.ERR_NO_DOMAIN) || le.Op != "look up x" || le.Message != "no domain" {
+		t.Fatalf("errors.As(*LibvirtError) on %v: %+v", err, le)
 	}
 	if !isNoDomain(err) {
 		t.Errorf("isNoDomain(%v) = false", err)
@@ -51,69 +56,133 @@ func TestErrorsUnwrap(t *testing.T) {
 	if wrapErr(nil, "x") != nil {
 		t.Error("wrapErr(nil) != nil")
 	}
+	// Wrapping twice keeps the first operation.
+	twice := wrapErr(err, "sync %s", "y")
+	if !errors.As(twice, &le) || le.Op != "look up x" {
+		t.Errorf("twice: %v", twice)
+	}
 
 	// Validation errors are found as *field.Error.
 	path := field.NewPath("spec", "domain", "devices", "disks").Index(0).Child("disk", "bus")
-	inv := &InvalidError{VMI: "ns/x", Errors: field.ErrorList{
+	inv := &InvalidError{Stage: "artifacts", Errors: field.ErrorList{
 		field.NotSupported(path, "ide", []string{"virtio", "sata"}),
 		field.Required(field.NewPath("spec", "domain"), ""),
 	}}
 	var ferr *field.Error
 	var wrapped error = fmt.Errorf("sync: %w", inv)
-	if !errors.As(wrapped, &ferr) || ferr.Field != path.String() {
+	if !errors.As(wrapped, &ferr) || ferr.Field != path.String() || !errors.Is(wrapped, ErrInvalid) {
 		t.Fatalf("errors.As(*field.Error) = %v", ferr)
 	}
 	if !strings.Contains(inv.Error(), "spec.domain.devices.disks[0].disk.bus") {
 		t.Errorf("message %q does not name the field", inv.Error())
 	}
+}
 
-	// The refusal of Debian's libvirt 9.0 to define <maxMemory> without
-	// slots, as libvirtd words it.
-	refusal := wrapErr(libvirt.Error{Code: libvirt.ERR_XML_ERROR,
-		Message: "XML error: both maximum memory size and memory slot count must be specified"}, "define")
-	if !isMemoryHotplugRefusal(refusal) {
-		t.Errorf("isMemoryHotplugRefusal(%v) = false", refusal)
+// TestErrorClasses pins the class of each kind of error a reconciler sees:
+// exactly one of ErrInvalid, ErrHostNotReady, ErrUnavailable and
+// ErrConflict, or none for a call that does not fit the domain's state.
+func TestErrorClasses(t *testing.T) {
+	classes := []error{ErrInvalid, ErrHostNotReady, ErrUnavailable, ErrConflict}
+	lv := func(code libvirt.ErrorNumber) error {
+		return wrapErr(libvirt.Error{Code: code, Message: "m"}, "op")
 	}
-	schemaRefusal := wrapErr(libvirt.Error{Code: libvirt.ERR_XML_INVALID_SCHEMA,
-		Message: "XML document failed to validate against schema: Unable to validate doc against /usr/share/libvirt/schemas/domain.rng\nExtra element maxMemory in interleave"}, "define")
-	if !isMemoryHotplugRefusal(schemaRefusal) {
-		t.Errorf("isMemoryHotplugRefusal(%v) = false", schemaRefusal)
+	fe := field.Invalid(field.NewPath("spec", "volumes").Index(0).Child("containerDisk", "image"), "x", "image not found in the image store")
+	for _, c := range []struct {
+		name string
+		err  error
+		want error // nil: no class
+	}{
+		{"invalid VMI", &InvalidError{Stage: "validate", Errors: field.ErrorList{fe}}, ErrInvalid},
+		{"image not in the store", withVMI(notReady(fe), "ns/x"), ErrHostNotReady},
+		{"libvirt refuses the domain", lv(libvirt.ERR_CONFIG_UNSUPPORTED), ErrHostNotReady},
+		{"bridge missing at start", lv(libvirt.ERR_SYSTEM_ERROR), ErrHostNotReady},
+		{"connection refused", unavailable(lv(libvirt.ERR_SYSTEM_ERROR)), ErrUnavailable},
+		{"RPC failure", lv(libvirt.ERR_RPC), ErrUnavailable},
+		{"no connection", lv(libvirt.ERR_NO_CONNECT), ErrUnavailable},
+		{"waiting for a connection", unavailable(context.DeadlineExceeded), ErrUnavailable},
+		{"another owner", &ConflictError{Domain: "ns_x", Owner: "node-b", Reason: "r"}, ErrConflict},
+		{"pause of a domain that is off", lv(libvirt.ERR_OPERATION_INVALID), nil},
+		{"no domain", lv(libvirt.ERR_NO_DOMAIN), nil},
+	} {
+		wrapped := fmt.Errorf("reconcile: %w", c.err)
+		for _, class := range classes {
+			if got := errors.Is(wrapped, class); got != (class == c.want) {
+				t.Errorf("%s: errors.Is(%v) = %v", c.name, class, got)
+			}
+		}
 	}
-	if isMemoryHotplugRefusal(wrapErr(libvirt.Error{Code: libvirt.ERR_XML_ERROR, Message: "XML error: bad disk"}, "define")) {
-		t.Error("an unrelated XML error counts as a memory hotplug refusal")
+	var he *HostError
+	if err := withVMI(notReady(fe), "ns/x"); !errors.As(err, &he) || he.VMI != "ns/x" || !strings.Contains(err.Error(), "spec.volumes[0].containerDisk.image") {
+		t.Errorf("host error %v does not name the VMI and the field", err)
 	}
 }
 
-func TestSyncMetadata(t *testing.T) {
-	d := &libvirtxml.Domain{Type: "qemu", Name: "ns_x",
-		Metadata: &libvirtxml.DomainMetadata{XML: `<kubevirt xmlns="http://kubevirt.io"><uid>u</uid></kubevirt>`}}
-	addSyncMetadata(d, "abc123")
+// TestMarksRoundTrip: the launcher's element survives being written into a
+// domain's metadata and read back, from libvirtxml's form and from the
+// form libvirt gives back (its own prefix and whitespace).
+func TestMarksRoundTrip(t *testing.T) {
+	at := time.Date(2026, 12, 1, 10, 0, 0, 0, time.UTC)
+	m := &marks{Owner: "node-a", VMI: vmiIdentity{Namespace: "ns", Name: "x", UID: "u-1", Grace: 30}, Hash: "abc",
+		Started:  &startedMark{At: at, Pending: true},
+		Shutdown: &shutdownMark{Requested: at, Deadline: at.Add(30 * time.Second)},
+		Ended:    &endedMark{Phase: v1.Failed, Reason: "Destroyed", At: at.Add(time.Minute)}}
+	d := &libvirtxml.Domain{Type: "qemu", Name: "ns_x"}
+	if err := setMarks(d, m); err != nil {
+		t.Fatal(err)
+	}
 	raw, err := d.Marshal()
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := definedHash(raw); got != "abc123" {
-		t.Errorf("definedHash of our own XML = %q\n%s", got, raw)
+	back, err := domain.Unmarshal([]byte(raw))
+	if err != nil {
+		t.Fatal(err)
 	}
-	// libvirt gives metadata elements back with their own namespace
-	// declarations, whitespace and attribute quoting of its own.
-	libvirtStyle := `<domain type='qemu'><name>ns_x</name><metadata>
-    <kubevirt xmlns="http://kubevirt.io"><uid>u</uid></kubevirt>
-    <vmi2libvirt:sync xmlns:vmi2libvirt="` + metadataNS + `">
-      <vmi2libvirt:hash>abc123</vmi2libvirt:hash>
-    </vmi2libvirt:sync>
-  </metadata></domain>`
-	if got := definedHash(libvirtStyle); got != "abc123" {
-		t.Errorf("definedHash of libvirt's XML = %q", got)
+	got, err := marksOf(back)
+	if err != nil || got == nil {
+		t.Fatalf("marksOf: %v, %v\n%s", got, err, raw)
 	}
-	for _, raw := range []string{
-		`<domain type='qemu'><name>x</name></domain>`,
-		`<domain type='qemu'><name>x</name><metadata><other xmlns="urn:o"><hash>zzz</hash></other></metadata></domain>`,
-		`not xml`,
-	} {
-		if got := definedHash(raw); got != "" {
-			t.Errorf("definedHash(%q) = %q, want empty", raw, got)
+	if got.Owner != m.Owner || got.VMI != m.VMI || got.Hash != m.Hash || !got.Started.At.Equal(at) || !got.Started.Pending ||
+		!got.Shutdown.Deadline.Equal(m.Shutdown.Deadline) || *got.Ended != *m.Ended {
+		t.Errorf("round trip: %+v, want %+v", got, m)
+	}
+	libvirtStyle := `<vmi2libvirt:launcher xmlns:vmi2libvirt="` + metadataNS + `">
+    <vmi2libvirt:owner>node-a</vmi2libvirt:owner>
+    <vmi2libvirt:vmi namespace="ns" name="x" uid="u-1" grace="30"/>
+    <vmi2libvirt:hash>abc</vmi2libvirt:hash>
+  </vmi2libvirt:launcher>`
+	if got, err := parseMarks(libvirtStyle); err != nil || got == nil || got.Owner != "node-a" || got.VMI.Grace != 30 || got.ran() {
+		t.Errorf("libvirt's form: %+v, %v", got, err)
+	}
+	// libvirt's GetMetadata gives the element without its namespace.
+	if got, err := parseMetadataElement("<launcher>\n  <owner>node-a</owner>\n  <vmi namespace=\"ns\" name=\"x\" grace=\"5\"/>\n</launcher>"); err != nil || got == nil || got.Owner != "node-a" || got.VMI.Grace != 5 {
+		t.Errorf("GetMetadata's form: %+v, %v", got, err)
+	}
+	for _, other := range []string{"", `<other xmlns="urn:o"><owner>x</owner></other>`, "not xml"} {
+		if got, _ := parseMarks(other); got != nil {
+			t.Errorf("parseMarks(%q) = %+v, want nil", other, got)
 		}
+	}
+}
+
+// TestQEMULogEnd reads how a domain stopped from libvirt's log of it, as
+// libvirt 9.0 writes it, ignoring stops before the start in question.
+func TestQEMULogEnd(t *testing.T) {
+	log := []byte(`2026-12-01 15:36:52.098+0000: starting up libvirt version: 9.0.0
+LC_ALL=C /usr/bin/qemu-system-x86_64 -name guest=default_tiny
+2026-12-01T15:37:36.900028Z qemu-system-x86_64: terminating on signal 15 from pid 8732 (libvirtd)
+2026-12-01 15:37:38.107+0000: shutting down, reason=destroyed
+2026-12-01 15:40:00.000+0000: starting up libvirt version: 9.0.0
+2026-12-01 15:41:00.500+0000: shutting down, reason=shutdown
+`)
+	if r, ok := lastShutoffReason(log, time.Date(2026, 12, 1, 15, 39, 0, 0, time.UTC)); !ok || r != domain.ShutoffShutdown {
+		t.Errorf("after the second start: %v %v, want shutdown", r, ok)
+	}
+	if r, ok := lastShutoffReason(log, time.Date(2026, 12, 1, 15, 38, 0, 0, time.UTC)); !ok || r != domain.ShutoffShutdown {
+		t.Errorf("the last stop: %v %v", r, ok)
+	}
+	if _, ok := lastShutoffReason(log, time.Date(2026, 12, 1, 16, 0, 0, 0, time.UTC)); ok {
+		t.Error("a stop before the start counts")
 	}
 }
 
@@ -215,7 +284,7 @@ func TestBuildStatus(t *testing.T) {
 	s := snapshot{
 		obs: domain.Observation{Defined: true, State: domain.StateRunning, Reason: 1, ACPI: true,
 			GracePeriod: true, AgentConnected: true, Started: true},
-		xml: d,
+		cur: currentDomain{exists: true, xml: d},
 		ifaces: []libvirt.DomainInterface{{Name: "eth0", Hwaddr: "02:00:00:AA:BB:CC",
 			Addrs: []libvirt.DomainIPAddress{{Addr: "10.0.2.15", Prefix: 24}, {Addr: "fe80::1", Prefix: 64}}}},
 		ipSrc: "guest-agent",
@@ -229,7 +298,7 @@ func TestBuildStatus(t *testing.T) {
 			LastTransitionTime: metav1.NewTime(t0)}},
 	}
 	t1 := t0.Add(time.Minute)
-	st := buildStatus(s, prev, t1)
+	st := buildStatus(s, prev, prev.Phase, nil, t1)
 	if st.Phase != v1.Running {
 		t.Errorf("phase %s", st.Phase)
 	}
@@ -257,7 +326,7 @@ func TestBuildStatus(t *testing.T) {
 	}
 
 	// Read again a moment later: the same status, timestamps kept.
-	again := buildStatus(s, st, t1.Add(time.Second))
+	again := buildStatus(s, st, st.Phase, nil, t1.Add(time.Second))
 	if !sameStatus(st, again) {
 		t.Errorf("same snapshot, different status")
 	}
@@ -266,7 +335,7 @@ func TestBuildStatus(t *testing.T) {
 	}
 	// Paused by the user: a change.
 	s.obs.State, s.obs.Reason = domain.StatePaused, domain.PausedUser
-	paused := buildStatus(s, st, t1.Add(2*time.Second))
+	paused := buildStatus(s, st, st.Phase, nil, t1.Add(2*time.Second))
 	if sameStatus(st, paused) {
 		t.Error("pause not a change")
 	}
@@ -284,5 +353,40 @@ func TestGracePeriod(t *testing.T) {
 	vmi.Spec.TerminationGracePeriodSeconds = &five
 	if got := gracePeriod(vmi); got != 5*time.Second {
 		t.Errorf("grace period %s, want 5s", got)
+	}
+}
+
+// TestJudgeFromMarks: what a restarted launcher, which has published
+// nothing yet, reports from a domain's marks, whatever libvirt still knows
+// of its state.
+func TestJudgeFromMarks(t *testing.T) {
+	l := &Launcher{cfg: Config{URI: "test:///default"}}
+	at := time.Now().Add(-time.Hour)
+	shutoff := func(r domain.Reason, m *marks) snapshot {
+		return snapshot{obs: domain.Observation{Defined: true, State: domain.StateShutoff, Reason: r, ACPI: true},
+			cur: currentDomain{exists: true, state: domain.StateShutoff, reason: r, marks: m, xml: &libvirtxml.Domain{Name: "ns_x"}}}
+	}
+	mk := func(started *startedMark, ended *endedMark) *marks {
+		return &marks{Owner: "o", VMI: vmiIdentity{Namespace: "ns", Name: "x", Grace: 30}, Started: started, Ended: ended}
+	}
+	for _, c := range []struct {
+		name     string
+		s        snapshot
+		starting bool
+		want     string
+	}{
+		{"defined, never started", shutoff(domain.ShutoffUnknown, mk(nil, nil)), false, "Scheduled/"},
+		{"powered off, reason known", shutoff(domain.ShutoffShutdown, mk(&startedMark{At: at}, nil)), false, "Succeeded/GuestShutdown"},
+		{"ran, reason forgotten by libvirtd", shutoff(domain.ShutoffUnknown, mk(&startedMark{At: at}, nil)), false, "Failed/Unknown"},
+		{"ended recorded, reason forgotten", shutoff(domain.ShutoffUnknown, mk(&startedMark{At: at}, &endedMark{Phase: v1.Succeeded, Reason: "GuestShutdown"})), false, "Succeeded/GuestShutdown"},
+		{"start interrupted", shutoff(domain.ShutoffUnknown, mk(&startedMark{At: at, Pending: true}, nil)), false, "Failed/StartInterrupted"},
+		{"being started by us", shutoff(domain.ShutoffUnknown, mk(&startedMark{At: at, Pending: true}, nil)), true, "Scheduled/"},
+	} {
+		s := c.s
+		from, end := l.judge(&s, "", c.starting)
+		st := buildStatus(s, v1.VirtualMachineInstanceStatus{}, from, end, time.Now())
+		if got := string(st.Phase) + "/" + st.Reason; got != c.want {
+			t.Errorf("%s: %s, want %s", c.name, got, c.want)
+		}
 	}
 }

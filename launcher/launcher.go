@@ -8,12 +8,20 @@ import (
 	"sync/atomic"
 	"time"
 
+	"k8s.io/apimachinery/pkg/types"
 	v1 "kubevirt.io/api/core/v1"
 	"libvirt.org/go/libvirt"
 )
 
 // Launcher runs VMIs on one libvirt connection. Create it with New; all its
 // methods are safe for concurrent use. Close releases it.
+//
+// What the launcher decides from — which VMI a domain runs, who owns it,
+// whether it has been started, a shutdown under way and its deadline, how
+// it ended — lives in each domain's metadata (see marks), so a new
+// Launcher on the same host decides exactly as the old one would have. In
+// memory it keeps only what it publishes (the last status of each VMI, for
+// Watch) and the locks that serialize work on one VMI.
 type Launcher struct {
 	cfg Config
 	log *slog.Logger
@@ -36,13 +44,11 @@ type Launcher struct {
 	// facts are the host facts, probed once per connection.
 	factsMu sync.Mutex
 	facts   *hostFacts
-	// noMemoryHotplug is set once libvirt refused a <maxMemory>.
-	noMemoryHotplug atomic.Bool
 	// warnedHealth is set once the host's health was checked (hosthealth.go).
 	warnedHealth atomic.Bool
 
 	vmisMu sync.Mutex
-	vmis   map[string]*record // by domain name
+	vmis   map[string]*vmiState // by domain name: the VMIs this launcher owns
 	// deletes counts the Deletes begun, by domain name, so that a Sync
 	// that Delete overtook makes nothing (see Sync). Guarded by vmisMu;
 	// one small entry per name ever deleted.
@@ -54,30 +60,69 @@ type Launcher struct {
 	subs   map[*subscriber]struct{}
 }
 
-// record is what the launcher keeps of each VMI it manages.
-type record struct {
-	nsName string // namespace/name, set at creation
-
-	// syncMu serializes Sync, Stop and Delete of the VMI.
-	syncMu sync.Mutex
+// vmiState is what the launcher keeps in memory of a VMI it owns: the lock
+// that serializes the calls that change it, and what it last published.
+type vmiState struct {
+	name            string // libvirt domain name, <namespace>_<name>
+	namespace, vmi  string
+	uid             atomicUID
+	lock            chan struct{} // held by Sync, Shutdown, Delete and the actions (see acquire)
+	refreshPending  atomic.Bool   // a refresh is queued and not yet begun
+	hintTime        atomic.Int64  // time of the first libvirt event it answers
+	agentConnected  atomic.Bool   // the guest agent is connected
+	deadlineTimerMu sync.Mutex
+	deadlineTimer   *time.Timer // destroys the domain when a graceful shutdown's deadline passes
 
 	// mu serializes reading the VMI's state and publishing it, so the
 	// published statuses follow the order in which they were read.
 	mu        sync.Mutex
-	vmi       *v1.VirtualMachineInstance // defaulted copy, replaced by Sync
 	status    v1.VirtualMachineInstanceStatus
 	published bool
 	observed  time.Time // when status was read
-	// started tells whether the domain has run for this VMI.
-	started bool
-	deleted bool
+	// starting is set while this launcher starts the domain: its started
+	// mark is pending because of this process, not a dead one.
+	starting bool
+	deleted  bool
+}
 
-	// refreshPending is set while a refresh is queued and not yet begun;
-	// hintTime is the time of the first libvirt event it answers.
-	refreshPending atomic.Bool
-	hintTime       atomic.Int64
-	// agentConnected is set while the guest agent is connected.
-	agentConnected atomic.Bool
+// atomicUID is a VMI UID read and written concurrently.
+type atomicUID struct{ v atomic.Value }
+
+func (a *atomicUID) Load() types.UID {
+	u, _ := a.v.Load().(types.UID)
+	return u
+}
+
+func (a *atomicUID) Store(u types.UID) { a.v.Store(u) }
+
+// acquire takes the VMI's lock, giving up when ctx ends.
+func (st *vmiState) acquire(ctx context.Context) error {
+	select {
+	case st.lock <- struct{}{}:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// release gives the VMI's lock back.
+func (st *vmiState) release() { <-st.lock }
+
+// key is the VMI's namespace/name.
+func (st *vmiState) key() string { return st.namespace + "/" + st.vmi }
+
+// isPublished tells whether a status of st was published.
+func (st *vmiState) isPublished() bool {
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	return st.published
+}
+
+// isDeleted tells whether Delete retired st.
+func (st *vmiState) isDeleted() bool {
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	return st.deleted
 }
 
 var (
@@ -105,10 +150,13 @@ func startEventLoop() error {
 	return eventLoopErr
 }
 
-// New connects to libvirt and returns a Launcher. The connection is
-// watched: when it is lost the launcher reconnects with backoff,
-// re-registers its event callbacks and refreshes the status of every VMI it
-// manages. ctx bounds only the first connection.
+// New connects to libvirt and returns a Launcher. It adopts every domain
+// its owner (Config.Owner) defined before — a launcher restarted on the
+// same host carries on with its VMIs: their statuses are published (Watch
+// delivers them without a Sync) and a graceful shutdown under way keeps its
+// deadline. The connection is watched: when it is lost the launcher
+// reconnects with backoff, re-registers its event callbacks and refreshes
+// the status of every VMI it owns. ctx bounds New's own work.
 func New(ctx context.Context, cfg Config) (*Launcher, error) {
 	cfg = cfg.withDefaults()
 	if err := startEventLoop(); err != nil {
@@ -119,10 +167,13 @@ func New(ctx context.Context, cfg Config) (*Launcher, error) {
 		log:       cfg.Logger,
 		connReady: make(chan struct{}),
 		lost:      make(chan uint64, 4),
-		vmis:      map[string]*record{},
+		vmis:      map[string]*vmiState{},
 		subs:      map[*subscriber]struct{}{},
 	}
 	l.events.init()
+	if err := cfg.check(); err != nil {
+		return nil, err
+	}
 	c, err := l.connect(ctx)
 	if err != nil {
 		return nil, err
@@ -132,8 +183,16 @@ func New(ctx context.Context, cfg Config) (*Launcher, error) {
 	l.wg.Add(2)
 	go l.reconnectLoop()
 	go l.dispatchLoop()
+	if err := l.adopt(ctx); err != nil {
+		_ = l.Close()
+		return nil, err
+	}
 	return l, nil
 }
+
+// Owner is the name this launcher records in the domains it defines
+// (Config.Owner, or the host's name).
+func (l *Launcher) Owner() string { return l.cfg.Owner }
 
 // Close stops watching, ends every Watch channel and closes the
 // connection. The domains keep running.
@@ -183,7 +242,7 @@ func (l *Launcher) connect(ctx context.Context) (conns, error) {
 				r.cs.close()
 			}
 		}()
-		return conns{}, fmt.Errorf("launcher: connect to %s: %w", l.cfg.URI, ctx.Err())
+		return conns{}, fmt.Errorf("%w: connect to %s: %w", ErrUnavailable, l.cfg.URI, ctx.Err())
 	}
 }
 
@@ -191,12 +250,12 @@ func (l *Launcher) connect(ctx context.Context) (conns, error) {
 func (l *Launcher) dial() (conns, error) {
 	ctl, err := libvirt.NewConnect(l.cfg.URI)
 	if err != nil {
-		return conns{}, wrapErr(err, "connect to %s", l.cfg.URI)
+		return conns{}, unavailable(wrapErr(err, "connect to %s", l.cfg.URI))
 	}
 	mon, err := libvirt.NewConnect(l.cfg.URI)
 	if err != nil {
 		_, _ = ctl.Close()
-		return conns{}, wrapErr(err, "connect to %s", l.cfg.URI)
+		return conns{}, unavailable(wrapErr(err, "connect to %s", l.cfg.URI))
 	}
 	return conns{ctl: ctl, mon: mon}, nil
 }
@@ -278,15 +337,18 @@ func (l *Launcher) markLost(gen uint64) {
 	}
 }
 
-// checkConnection reports the connection of generation gen as lost when a
-// call on it failed in a way that may mean so and it is not alive.
-func (l *Launcher) checkConnection(c *libvirt.Connect, gen uint64, err error) {
+// connectionLost tells whether a call on the connection of generation gen
+// failed because the connection is gone (the call failed in a way that
+// may mean so and the connection is not alive), and then reports it lost.
+func (l *Launcher) connectionLost(c *libvirt.Connect, gen uint64, err error) bool {
 	if !mayBeConnectionLoss(err) {
-		return
+		return false
 	}
 	if alive, aerr := c.IsAlive(); aerr != nil || !alive {
 		l.markLost(gen)
+		return true
 	}
+	return false
 }
 
 // reconnectLoop replaces lost connections until the launcher closes.
@@ -327,11 +389,11 @@ func (l *Launcher) reconnectLoop() {
 	}
 }
 
-// resync refreshes the status of every managed VMI after a reconnection:
+// resync refreshes the status of every owned VMI after a reconnection:
 // whatever happened while the connection was down is published now.
 func (l *Launcher) resync() {
-	for _, rec := range l.records() {
-		l.scheduleRefresh(rec, time.Time{})
+	for _, st := range l.states() {
+		l.scheduleRefresh(st, time.Time{})
 	}
 }
 
@@ -359,34 +421,83 @@ func (l *Launcher) with(ctx context.Context, mon bool, fn func(c *libvirt.Connec
 		if c != nil {
 			err := fn(c)
 			l.connMu.RUnlock()
-			l.checkConnection(c, gen, err)
+			if l.connectionLost(c, gen, err) {
+				err = unavailable(err)
+			}
 			return err
 		}
 		l.connMu.RUnlock()
 		select {
 		case <-ready:
 		case <-ctx.Done():
-			return fmt.Errorf("%w: %w", errNotConnected, ctx.Err())
+			return fmt.Errorf("%w: not connected to %s: %w", ErrUnavailable, l.cfg.URI, ctx.Err())
 		case <-l.ctx.Done():
 			return ErrClosed
 		}
 	}
 }
 
-// records returns the managed VMIs' records.
-func (l *Launcher) records() []*record {
+// states returns the owned VMIs' states.
+func (l *Launcher) states() []*vmiState {
 	l.vmisMu.Lock()
 	defer l.vmisMu.Unlock()
-	recs := make([]*record, 0, len(l.vmis))
-	for _, r := range l.vmis {
-		recs = append(recs, r)
+	out := make([]*vmiState, 0, len(l.vmis))
+	for _, st := range l.vmis {
+		out = append(out, st)
 	}
-	return recs
+	return out
 }
 
-// lookupRecord returns the record of a domain name, or nil.
-func (l *Launcher) lookupRecord(name string) *record {
+// lookupState returns the state of a domain name, or nil.
+func (l *Launcher) lookupState(name string) *vmiState {
 	l.vmisMu.Lock()
 	defer l.vmisMu.Unlock()
 	return l.vmis[name]
+}
+
+// stateFor returns the state of the VMI namespace/name, making one for a
+// VMI not known yet. uid, when set, is recorded.
+func (l *Launcher) stateFor(namespace, name string, uid types.UID) *vmiState {
+	if namespace == "" {
+		namespace = "default"
+	}
+	dn := namespace + "_" + name
+	l.vmisMu.Lock()
+	defer l.vmisMu.Unlock()
+	st := l.vmis[dn]
+	if st == nil {
+		st = &vmiState{name: dn, namespace: namespace, vmi: name, lock: make(chan struct{}, 1)}
+		l.vmis[dn] = st
+	}
+	if uid != "" {
+		st.uid.Store(uid)
+	}
+	return st
+}
+
+// bounded runs work holding st's lock, in a goroutine of its own, and
+// returns its error — or ctx's as soon as ctx ends: a libvirt call cannot
+// be interrupted, so work then stops at its next step (it is given ctx)
+// and releases the lock when it returns. What it made stays consistent:
+// every step is idempotent and recorded in libvirt.
+func (l *Launcher) bounded(ctx context.Context, st *vmiState, work func(ctx context.Context) error) error {
+	if l.closed.Load() {
+		return ErrClosed
+	}
+	if err := st.acquire(ctx); err != nil {
+		return err
+	}
+	done := make(chan error, 1)
+	l.wg.Add(1)
+	go func() {
+		defer l.wg.Done()
+		defer st.release()
+		done <- work(ctx)
+	}()
+	select {
+	case err := <-done:
+		return err
+	case <-ctx.Done():
+		return ctx.Err()
+	}
 }

@@ -2,6 +2,7 @@ package launcher
 
 import (
 	"context"
+	"fmt"
 	"reflect"
 	"strings"
 	"time"
@@ -11,7 +12,6 @@ import (
 	"libvirt.org/go/libvirt"
 	"libvirt.org/go/libvirtxml"
 
-	"github.com/vmi2libvirt/vmi2libvirt/convert"
 	"github.com/vmi2libvirt/vmi2libvirt/domain"
 )
 
@@ -24,16 +24,15 @@ const aliasPrefix = "ua-"
 // snapshot is one reading of a domain.
 type snapshot struct {
 	obs    domain.Observation
-	xml    *libvirtxml.Domain // live definition, nil when undefined
+	cur    currentDomain
 	ifaces []libvirt.DomainInterface
 	ipSrc  string // "guest-agent" or "libvirt" when ifaces came from there
 	os     *libvirt.DomainGuestInfoOS
 }
 
-// observe reads the state of the domain called name: state and reason,
-// live XML, and what the guest agent (or libvirt's DHCP leases) know.
-// hasGrace is whether the VMI has a termination grace period.
-func (l *Launcher) observe(ctx context.Context, name string, hasGrace bool) (snapshot, error) {
+// observe reads the domain called name: state and reason, live XML and
+// marks, and what the guest agent (or libvirt's DHCP leases) know.
+func (l *Launcher) observe(ctx context.Context, name string) (snapshot, error) {
 	var s snapshot
 	err := l.read(ctx, func(c *libvirt.Connect) error {
 		s = snapshot{}
@@ -45,31 +44,17 @@ func (l *Launcher) observe(ctx context.Context, name string, hasGrace bool) (sna
 			return wrapErr(err, "look up domain %s", name)
 		}
 		defer dom.Free()
-		state, reason, err := dom.GetState()
-		if isNoDomain(err) {
-			return nil
+		cur, err := readDomain(dom, name)
+		if err != nil || !cur.exists {
+			return err
 		}
-		if err != nil {
-			return wrapErr(err, "read state of domain %s", name)
-		}
-		raw, err := dom.GetXMLDesc(0)
-		if isNoDomain(err) {
-			return nil
-		}
-		if err != nil {
-			return wrapErr(err, "read XML of domain %s", name)
-		}
-		d, err := domain.Unmarshal([]byte(raw))
-		if err != nil {
-			return wrapErr(err, "parse XML of domain %s", name)
-		}
-		s.xml = d
+		d := cur.xml
+		s.cur = cur
 		s.obs = domain.Observation{
 			Defined:        true,
-			State:          domain.State(state),
-			Reason:         domain.Reason(reason),
+			State:          cur.state,
+			Reason:         cur.reason,
 			ACPI:           d.Features != nil && d.Features.ACPI != nil,
-			GracePeriod:    hasGrace,
 			AgentConnected: agentConnected(d),
 		}
 		if !s.obs.State.Active() || s.obs.State == domain.StatePaused {
@@ -90,6 +75,52 @@ func (l *Launcher) observe(ctx context.Context, name string, hasGrace bool) (sna
 		return nil
 	})
 	return s, err
+}
+
+// judge completes a snapshot's observation from the domain's marks, and
+// says how the VMI ended when the marks or libvirt's log know better than
+// libvirt's state: starting tells whether this launcher is starting the
+// domain right now. It returns the phase the rules start from (prev, or
+// what the marks say when nothing was published yet) and, for a VMI that
+// has ended in a way the state no longer shows, its final phase and
+// reason.
+func (l *Launcher) judge(s *snapshot, prev v1.VirtualMachineInstancePhase, starting bool) (from v1.VirtualMachineInstancePhase, end *endedMark) {
+	m := s.cur.marks
+	if m == nil {
+		return prev, nil
+	}
+	s.obs.GracePeriod = m.VMI.Grace != 0
+	if m.Ended != nil {
+		return m.Ended.Phase, m.Ended
+	}
+	started := m.Started
+	active := s.obs.State.Active()
+	switch {
+	case started == nil:
+		return prev, nil
+	case started.Pending && starting && !active:
+		return prev, nil // being started now: not yet
+	}
+	s.obs.Started = true
+	if prev == "" || prev == v1.Pending || prev == v1.Scheduled {
+		prev = v1.Running // it has run
+	}
+	if active || domain.IsFinal(domain.Phase(s.obs, prev)) {
+		return prev, nil
+	}
+	// Shut off, and libvirt no longer says how (libvirtd restarted since):
+	// libvirt's log of the domain does.
+	if r, ok := l.endFromLog(s.cur.xml.Name, started.At); ok {
+		s.obs.State, s.obs.Reason = domain.StateShutoff, r
+		if p := domain.Phase(s.obs, prev); domain.IsFinal(p) {
+			return prev, nil
+		}
+	}
+	reason := "Unknown"
+	if started.Pending {
+		reason = "StartInterrupted" // a launcher died while starting it
+	}
+	return prev, &endedMark{Phase: v1.Failed, Reason: reason}
 }
 
 // agentConnected tells whether d's guest agent channel is connected.
@@ -121,15 +152,20 @@ func hasNetworkInterface(d *libvirtxml.Domain) bool {
 
 // buildStatus turns a snapshot into a VMI status. prev is the status
 // reported before: its phase feeds the phase rules, and its timestamps are
-// kept for what did not change.
-func buildStatus(s snapshot, prev v1.VirtualMachineInstanceStatus, now time.Time) v1.VirtualMachineInstanceStatus {
+// kept for what did not change. end, when set, is how the VMI ended.
+func buildStatus(s snapshot, prev v1.VirtualMachineInstanceStatus, from v1.VirtualMachineInstancePhase, end *endedMark, now time.Time) v1.VirtualMachineInstanceStatus {
 	st := v1.VirtualMachineInstanceStatus{}
-	st.Phase = domain.Phase(s.obs, prev.Phase)
 	switch {
-	case domain.IsFinal(prev.Phase):
-		st.Reason = prev.Reason // why it ended, as seen then
-	case domain.IsFinal(st.Phase):
-		st.Reason = domain.EndReason(s.obs)
+	case end != nil:
+		st.Phase, st.Reason = end.Phase, end.Reason
+	default:
+		st.Phase = domain.Phase(s.obs, from)
+		if domain.IsFinal(st.Phase) {
+			st.Reason = domain.EndReason(s.obs)
+		}
+	}
+	if domain.IsFinal(prev.Phase) {
+		st.Phase, st.Reason = prev.Phase, prev.Reason // a final phase is never left
 	}
 	st.PhaseTransitionTimestamps = append([]v1.VirtualMachineInstancePhaseTransitionTimestamp(nil), prev.PhaseTransitionTimestamps...)
 	if st.Phase != prev.Phase {
@@ -146,10 +182,11 @@ func buildStatus(s snapshot, prev v1.VirtualMachineInstanceStatus, now time.Time
 		}
 		st.Conditions = append(st.Conditions, c)
 	}
-	if s.xml == nil {
+	x := s.cur.xml
+	if x == nil {
 		return st
 	}
-	if os := s.xml.OS; os != nil && os.Type != nil && os.Type.Machine != "" {
+	if os := x.OS; os != nil && os.Type != nil && os.Type.Machine != "" {
 		st.Machine = &v1.Machine{Type: os.Type.Machine}
 	}
 	if s.obs.State.Active() {
@@ -173,11 +210,11 @@ func buildStatus(s snapshot, prev v1.VirtualMachineInstanceStatus, now time.Time
 // interfaceStatuses lists the domain's user-named interfaces with their
 // MACs, and the addresses the guest agent or libvirt knows, by MAC.
 func interfaceStatuses(s snapshot) []v1.VirtualMachineInstanceNetworkInterface {
-	if s.xml.Devices == nil {
+	if s.cur.xml.Devices == nil {
 		return nil
 	}
 	var out []v1.VirtualMachineInstanceNetworkInterface
-	for _, iface := range s.xml.Devices.Interfaces {
+	for _, iface := range s.cur.xml.Devices.Interfaces {
 		if iface.Alias == nil || !strings.HasPrefix(iface.Alias.Name, aliasPrefix) {
 			continue
 		}
@@ -223,74 +260,107 @@ func withoutTimes(s v1.VirtualMachineInstanceStatus) v1.VirtualMachineInstanceSt
 	return s
 }
 
-// prevPhase is the phase the rules start from: the last published one, or
-// the VMI's own status phase for a VMI not yet reported.
-func (r *record) prevStatus() v1.VirtualMachineInstanceStatus {
-	if r.published {
-		return r.status
-	}
-	return v1.VirtualMachineInstanceStatus{Phase: r.vmi.Status.Phase}
-}
-
-// key is the VMI's namespace/name (fixed for the record's life).
-func (r *record) key() string { return r.nsName }
-
-// event is the record's current status as a Watch event.
-func (r *record) event(libvirtEvent time.Time) Event {
+// event is st's current status as a Watch event. st.mu must be held.
+func (st *vmiState) event(libvirtEvent time.Time) Event {
 	return Event{
-		Namespace:    r.vmi.Namespace,
-		Name:         r.vmi.Name,
-		UID:          r.vmi.UID,
-		Status:       *r.status.DeepCopy(),
-		Deleted:      r.deleted,
-		Observed:     r.observed,
+		Namespace:    st.namespace,
+		Name:         st.vmi,
+		UID:          st.uid.Load(),
+		Status:       *st.status.DeepCopy(),
+		Deleted:      st.deleted,
+		Observed:     st.observed,
 		LibvirtEvent: libvirtEvent,
 	}
 }
 
-// refreshLocked reads rec's domain, and publishes its status when it
-// changed. rec.mu must be held.
-func (l *Launcher) refreshLocked(ctx context.Context, rec *record, libvirtEvent time.Time) (v1.VirtualMachineInstanceStatus, error) {
-	if rec.deleted {
-		return rec.status, nil
+// refresh reads st's domain and publishes its status when it changed. It
+// is called with st's lock held (the calls that change the VMI), and
+// records how the VMI ended in its marks the first time it sees it. A
+// failure is logged: the next event or call reads again.
+func (l *Launcher) refresh(ctx context.Context, st *vmiState, libvirtEvent time.Time) {
+	if _, err := l.publish(ctx, st, libvirtEvent, true); err != nil {
+		l.log.Debug("status refresh failed", "vmi", st.key(), "err", err)
 	}
-	s, err := l.observe(ctx, convert.DomainName(rec.vmi), domain.HasGracePeriod(rec.vmi))
+}
+
+// publish reads st's domain and publishes its status when it changed.
+// holdsLock says whether the caller holds st's lock; without it, how the
+// VMI ended is recorded only when the lock is free (the next reading
+// records it otherwise).
+func (l *Launcher) publish(ctx context.Context, st *vmiState, libvirtEvent time.Time, holdsLock bool) (v1.VirtualMachineInstanceStatus, error) {
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	if st.deleted {
+		return st.status, nil
+	}
+	s, err := l.observe(ctx, st.name)
 	if err != nil {
-		return rec.prevStatus(), err
+		return st.status, err
 	}
-	if s.obs.Defined && s.obs.State.Active() {
-		rec.started = true
+	if m := s.cur.marks; m != nil && m.Owner != l.cfg.Owner {
+		return st.status, &ConflictError{Domain: st.name, Owner: m.Owner, Reason: fmt.Sprintf("it belongs to the launcher %q", m.Owner)}
 	}
-	s.obs.Started = rec.started
-	rec.agentConnected.Store(s.obs.AgentConnected && s.obs.State.Active())
+	prev := st.status
+	if !st.published {
+		prev = v1.VirtualMachineInstanceStatus{}
+	}
+	from, end := l.judge(&s, prev.Phase, st.starting)
+	st.agentConnected.Store(s.obs.AgentConnected && s.obs.State.Active())
 	now := time.Now()
-	st := buildStatus(s, rec.prevStatus(), now)
-	if rec.published && sameStatus(rec.status, st) {
-		return rec.status, nil
+	status := buildStatus(s, prev, from, end, now)
+	if m := s.cur.marks; m != nil && m.Ended == nil && domain.IsFinal(status.Phase) {
+		l.recordEnd(ctx, st, &endedMark{Phase: status.Phase, Reason: status.Reason, At: now.UTC().Truncate(time.Second)}, holdsLock)
 	}
-	rec.status, rec.published, rec.observed = st, true, now
-	l.broadcast(rec.event(libvirtEvent))
-	return st, nil
+	if st.published && sameStatus(st.status, status) {
+		return st.status, nil
+	}
+	st.status, st.published, st.observed = status, true, now
+	l.broadcast(st.event(libvirtEvent))
+	return status, nil
+}
+
+// recordEnd writes how the VMI ended into its domain's marks, so that a
+// restarted launcher reports the same end even when libvirtd forgot the
+// shut-off reason. Without the lock it tries to take it, and gives up when
+// another call holds it (the next reading tries again).
+func (l *Launcher) recordEnd(ctx context.Context, st *vmiState, end *endedMark, holdsLock bool) {
+	if !holdsLock {
+		select {
+		case st.lock <- struct{}{}:
+			defer st.release()
+		default:
+			return
+		}
+	}
+	err := l.onDomain(ctx, st.name, func(dom *libvirt.Domain) error {
+		cur, err := readDomain(dom, st.name)
+		if err != nil || !cur.exists || cur.marks == nil || cur.marks.Owner != l.cfg.Owner || cur.marks.Ended != nil {
+			return err
+		}
+		cur.marks.Ended = end
+		return writeMarks(dom, cur.marks, cur.state.Active())
+	})
+	if err != nil {
+		l.log.Debug("recording how a VMI ended failed", "vmi", st.key(), "err", err)
+	}
 }
 
 // Status reads the status of vmi's domain: phase by KubeVirt's rules,
 // conditions Ready, Paused (with its reason) and AgentConnected, the
 // interfaces with their MACs and the addresses the guest agent or libvirt
 // knows, the guest OS where the agent answers, and the machine type as
-// libvirt expanded it. For a managed VMI (one Sync was called with), a
-// change is also delivered to Watch; for another, vmi.Status.Phase is the
-// phase the rules start from.
+// libvirt expanded it. The phase follows what the domain recorded of its
+// run, whatever vmi.Status says. A change is also delivered to Watch. A
+// domain this launcher does not own is a *ConflictError; a VMI without a
+// domain is Pending.
 func (l *Launcher) Status(ctx context.Context, vmi *v1.VirtualMachineInstance) (v1.VirtualMachineInstanceStatus, error) {
-	if rec := l.lookupRecord(convert.DomainName(vmi)); rec != nil {
-		rec.mu.Lock()
-		defer rec.mu.Unlock()
-		return l.refreshLocked(ctx, rec, time.Time{})
-	}
-	s, err := l.observe(ctx, convert.DomainName(vmi), domain.HasGracePeriod(vmi))
+	st := l.stateOf(vmi)
+	status, err := l.publish(ctx, st, time.Time{}, false)
 	if err != nil {
 		return v1.VirtualMachineInstanceStatus{}, err
 	}
-	prev := v1.VirtualMachineInstanceStatus{Phase: vmi.Status.Phase}
-	s.obs.Started = vmi.Status.Phase == v1.Running || domain.IsFinal(vmi.Status.Phase) || s.obs.State.Active()
-	return buildStatus(s, prev, time.Now()), nil
+	if !st.isPublished() {
+		return v1.VirtualMachineInstanceStatus{Phase: v1.Pending}, nil
+	}
+	return status, nil
 }

@@ -1,42 +1,41 @@
 package launcher
 
 import (
-	"bytes"
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
-	"encoding/xml"
 	"errors"
 	"fmt"
+	"os"
 	"time"
 
 	v1 "kubevirt.io/api/core/v1"
 	"libvirt.org/go/libvirt"
 	"libvirt.org/go/libvirtxml"
 
-	"github.com/vmi2libvirt/vmi2libvirt/api"
 	"github.com/vmi2libvirt/vmi2libvirt/convert"
 	"github.com/vmi2libvirt/vmi2libvirt/domain"
 )
 
-// metadataNS is the XML namespace of the launcher's element in a domain's
-// <metadata>: <vmi2libvirt:sync><hash>…</hash></vmi2libvirt:sync>, the
-// SHA-256 of the canonical XML the domain was defined from.
-const metadataNS = "https://github.com/vmi2libvirt/vmi2libvirt/launcher"
-
-// Sync makes libvirt run vmi as its spec says. It is idempotent: it
-// defaults (on a copy) and validates the VMI, prepares its host artifacts,
-// converts it for this host, defines the domain — or leaves an identical
-// definition alone —, starts it unless it already ran to its end (paused
-// when spec.startStrategy is Paused), and resumes a domain paused for a
-// reason other than the user. The VMI becomes managed: its status changes
-// are delivered to Watch.
+// Sync makes libvirt run vmi as its spec says. It is idempotent: it plans
+// (see Plan: default, validate, convert for this host, artifacts — nothing
+// is written for a VMI refused there), makes the VMI's artifacts, defines
+// the domain — or leaves a definition from the same converted domain
+// alone —, starts it unless it has run before (paused when
+// spec.startStrategy is Paused), and resumes a domain paused for a reason
+// other than the user. A VMI runs at most once: whether it has run is
+// recorded in its domain before it starts, so no launcher, restarted or
+// not, starts it again, whatever status the caller passes. A VMI whose
+// graceful shutdown is under way is left to end.
 //
-// A VMI that api.Validate refuses is an *InvalidError (errors.As finds each
-// *field.Error); a VMI the converter cannot honour is refused with the
-// converter's *field.Error; libvirt's errors are wrapped as *libvirt.Error.
-// A Sync that a Delete of the same VMI overtook returns ErrDeleted (see
-// Delete).
+// The VMI becomes owned by this launcher: its status changes are delivered
+// to Watch. A domain of the same name that another owner, or no launcher,
+// defined is never changed: Sync returns a *ConflictError (ErrConflict);
+// so it does when a domain of an earlier VMI of the same name (another
+// UID) still runs — one that has ended is replaced.
+//
+// Sync returns when ctx ends, even in the middle of a libvirt call; the
+// work then stops at its next step. Errors are classed (see ErrInvalid,
+// ErrHostNotReady, ErrUnavailable, ErrConflict). A Sync that a Delete of
+// the same VMI overtook returns ErrDeleted.
 func (l *Launcher) Sync(ctx context.Context, vmi *v1.VirtualMachineInstance) error {
 	if vmi == nil {
 		return errors.New("launcher: Sync of a nil VMI")
@@ -44,112 +43,287 @@ func (l *Launcher) Sync(ctx context.Context, vmi *v1.VirtualMachineInstance) err
 	if l.closed.Load() {
 		return ErrClosed
 	}
-	v := vmi.DeepCopy()
-	api.Default(v, l.cfg.Cluster)
-	if errs := api.Validate(v); len(errs) > 0 {
-		return &InvalidError{VMI: v.Namespace + "/" + v.Name, Errors: errs}
-	}
-	name := convert.DomainName(v)
+	name := convert.DomainName(vmi)
 	deletes := l.deleteCount(name)
-	rec := l.lockRecord(v)
-	defer rec.syncMu.Unlock()
-	key := rec.key()
-	if l.deleteCount(name) != deletes {
-		// A Delete called while this Sync waited for the VMI ran first.
-		l.forget(rec)
-		return fmt.Errorf("%w: %s", ErrDeleted, key)
+	began := time.Now()
+	plan, err := l.Plan(ctx, vmi)
+	if err != nil {
+		return err
+	}
+	l.log.Debug("planned", "vmi", plan.marks.key(), "artifacts", len(plan.Artifacts), "took", time.Since(began))
+	st := l.stateFor(plan.marks.VMI.Namespace, plan.marks.VMI.Name, vmi.UID)
+	return l.bounded(ctx, st, func(ctx context.Context) error {
+		if l.deleteCount(name) != deletes {
+			// A Delete called while this Sync waited for the VMI ran first.
+			l.forget(st)
+			return fmt.Errorf("%w: %s", ErrDeleted, st.key())
+		}
+		return l.apply(ctx, st, plan)
+	})
+}
+
+// apply carries out plan for st, whose lock the caller holds.
+func (l *Launcher) apply(ctx context.Context, st *vmiState, plan *Plan) error {
+	key := st.key()
+	cur, err := l.current(ctx, st.name)
+	if err != nil {
+		return err
+	}
+	if cur.exists {
+		if err := l.checkOwned(cur); err != nil {
+			return err
+		}
+		if old := cur.marks.VMI.UID; old != "" && plan.marks.VMI.UID != "" && old != plan.marks.VMI.UID {
+			if cur.state.Active() {
+				return &ConflictError{Domain: st.name, Owner: cur.marks.Owner,
+					Reason: fmt.Sprintf("an earlier VMI of this name (uid %s) still runs; Delete it first", old)}
+			}
+			l.log.Info("replacing the domain of an earlier VMI of the same name", "vmi", key, "earlier uid", old)
+			if err := l.undefine(ctx, st.name); err != nil {
+				return err
+			}
+			if err := removeArtifacts(plan.VMI, l.cfg.Layout); err != nil {
+				return wrapErr(err, "remove artifacts of the earlier %s", key)
+			}
+			st.mu.Lock()
+			st.status, st.published = v1.VirtualMachineInstanceStatus{}, false
+			st.mu.Unlock()
+			cur = currentDomain{}
+		}
+	}
+	if cur.exists && (l.ended(st, cur) || cur.marks.Shutdown != nil) {
+		// It ran to its end, or is ending: never again.
+		l.refresh(ctx, st, time.Time{})
+		return nil
 	}
 
 	began := time.Now()
-	if err := prepareArtifacts(ctx, v, l.cfg.Layout, l.cfg.Sources); err != nil {
-		return wrapErr(err, "prepare host artifacts of %s", key)
+	if err := applyArtifacts(ctx, plan.artifacts); err != nil {
+		return withVMI(wrapErr(err, "make host artifacts of %s", key), key)
 	}
-	l.log.Debug("host artifacts prepared", "vmi", key, "took", time.Since(began))
-	facts, err := l.hostFacts(ctx)
-	if err != nil {
-		return err
-	}
-	for attempt := 0; ; attempt++ {
-		err = l.define(ctx, v, facts)
-		if err == nil {
-			break
-		}
-		if attempt == 0 && isMemoryHotplugRefusal(err) {
-			if !l.noMemoryHotplug.Swap(true) {
-				l.log.Info("libvirt refuses memory hotplug; defining without <maxMemory>", "vmi", key)
-			}
-			continue
-		}
-		return err
-	}
+	l.log.Debug("host artifacts made", "vmi", key, "took", time.Since(began))
 
-	// Publish what is defined (Scheduled, for a new VMI) before starting.
-	rec.mu.Lock()
-	st, err := l.refreshLocked(ctx, rec, time.Time{})
-	rec.mu.Unlock()
+	m := *plan.marks
+	if cur.exists {
+		m.Started, m.Shutdown, m.Ended = cur.marks.Started, cur.marks.Shutdown, cur.marks.Ended
+	}
+	if !cur.exists || cur.marks.Hash != m.Hash || cur.marks.VMI != m.VMI {
+		if err := l.define(ctx, plan, &m); err != nil {
+			return err
+		}
+		// Publish what is defined (Scheduled, for a new VMI) before
+		// starting.
+		l.refresh(ctx, st, time.Time{})
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+	}
+	if err := l.startOrResume(ctx, st, plan.VMI, &m); err != nil {
+		l.refresh(ctx, st, time.Time{})
+		return err
+	}
+	l.refresh(ctx, st, time.Time{})
+	return nil
+}
+
+// define defines plan's domain with marks m (the plan's, with what the
+// domain had recorded of its run).
+func (l *Launcher) define(ctx context.Context, plan *Plan, m *marks) error {
+	d := plan.Domain
+	if err := setMarks(d, m); err != nil {
+		return err
+	}
+	xml, err := domain.Marshal(d)
+	if err != nil {
+		return wrapErr(err, "marshal domain %s", d.Name)
+	}
+	began := time.Now()
+	return l.do(ctx, func(c *libvirt.Connect) error {
+		dom, err := c.DomainDefineXMLFlags(string(xml), libvirt.DOMAIN_DEFINE_VALIDATE)
+		if err != nil {
+			return wrapErr(err, "define domain %s", d.Name)
+		}
+		dom.Free()
+		l.log.Info("domain defined", "vmi", m.key(), "domain", d.Name, "took", time.Since(began))
+		return nil
+	})
+}
+
+// startOrResume starts the domain of a VMI that has not run (recording
+// that it has, before it starts), or resumes one paused for a reason other
+// than the user.
+func (l *Launcher) startOrResume(ctx context.Context, st *vmiState, v *v1.VirtualMachineInstance, m *marks) error {
+	return l.onDomain(ctx, st.name, func(dom *libvirt.Domain) error {
+		state, reason, err := dom.GetState()
+		if err != nil {
+			return wrapErr(err, "read state of domain %s", st.name)
+		}
+		s, r := domain.State(state), domain.Reason(reason)
+		switch {
+		case s.Active() && m.Started != nil && m.Started.Pending:
+			// Started by a launcher that died before confirming it.
+			m.Started.Pending = false
+			return wrapErr(writeMarks(dom, m, true), "record the start of domain %s", st.name)
+		case s.Active():
+			if domain.ShouldResume(s, r) {
+				if err := dom.Resume(); err != nil {
+					return wrapErr(err, "resume domain %s (paused: %s)", st.name, domain.ReasonString(s, r))
+				}
+				l.log.Info("domain resumed", "vmi", st.key(), "was paused for", domain.ReasonString(s, r))
+			}
+			return nil
+		case m.Started != nil:
+			return nil // it ran: never again
+		}
+		flags := libvirt.DOMAIN_NONE
+		if v.Spec.StartStrategy != nil && *v.Spec.StartStrategy == v1.StartStrategyPaused {
+			flags |= libvirt.DOMAIN_START_PAUSED
+		}
+		m.Started = &startedMark{At: time.Now().UTC().Truncate(time.Second), Pending: true}
+		st.mu.Lock()
+		st.starting = true
+		st.mu.Unlock()
+		defer func() {
+			st.mu.Lock()
+			st.starting = false
+			st.mu.Unlock()
+		}()
+		if err := writeMarks(dom, m, false); err != nil {
+			m.Started = nil
+			return wrapErr(err, "record the start of domain %s", st.name)
+		}
+		began := time.Now()
+		if err := dom.CreateWithFlags(flags); err != nil {
+			m.Started = nil
+			if werr := writeMarks(dom, m, false); werr != nil {
+				l.log.Warn("the failed start of a domain stays recorded as begun", "vmi", st.key(), "err", werr)
+			}
+			return wrapErr(err, "start domain %s", st.name)
+		}
+		m.Started.Pending = false
+		if err := writeMarks(dom, m, true); err != nil {
+			l.log.Warn("the start of a domain was not confirmed in its metadata", "vmi", st.key(), "err", err)
+		}
+		l.log.Info("domain started", "vmi", st.key(), "paused", flags&libvirt.DOMAIN_START_PAUSED != 0, "took", time.Since(began))
+		return nil
+	})
+}
+
+// writeMarks records m in the domain's metadata: in its persistent
+// definition, and in the running domain when live.
+func writeMarks(dom *libvirt.Domain, m *marks, live bool) error {
+	el, err := m.marshal()
 	if err != nil {
 		return err
 	}
-	if domain.IsFinal(st.Phase) {
-		return nil // it ran to its end; a VMI never runs twice
+	flags := libvirt.DOMAIN_AFFECT_CONFIG
+	if live {
+		flags |= libvirt.DOMAIN_AFFECT_LIVE
 	}
-	started := false
-	err = l.do(ctx, func(c *libvirt.Connect) error {
+	return dom.SetMetadata(libvirt.DOMAIN_METADATA_ELEMENT, el, metadataPrefix, metadataNS, flags)
+}
+
+// currentDomain is a domain as the launcher finds it.
+type currentDomain struct {
+	exists bool
+	state  domain.State
+	reason domain.Reason
+	marks  *marks // nil when it has none: not a launcher's
+	xml    *libvirtxml.Domain
+}
+
+// current reads the domain called name.
+func (l *Launcher) current(ctx context.Context, name string) (currentDomain, error) {
+	var cur currentDomain
+	err := l.read(ctx, func(c *libvirt.Connect) error {
 		dom, err := c.LookupDomainByName(name)
+		if isNoDomain(err) {
+			return nil
+		}
 		if err != nil {
 			return wrapErr(err, "look up domain %s", name)
 		}
 		defer dom.Free()
-		state, reason, err := dom.GetState()
-		if err != nil {
-			return wrapErr(err, "read state of domain %s", name)
+		cur, err = readDomain(dom, name)
+		return err
+	})
+	return cur, err
+}
+
+// readDomain reads a domain's state, reason, live definition and marks. A
+// domain that vanished meanwhile reads as not existing.
+func readDomain(dom *libvirt.Domain, name string) (currentDomain, error) {
+	state, reason, err := dom.GetState()
+	if isNoDomain(err) {
+		return currentDomain{}, nil
+	}
+	if err != nil {
+		return currentDomain{}, wrapErr(err, "read state of domain %s", name)
+	}
+	raw, err := dom.GetXMLDesc(0)
+	if isNoDomain(err) {
+		return currentDomain{}, nil
+	}
+	if err != nil {
+		return currentDomain{}, wrapErr(err, "read XML of domain %s", name)
+	}
+	d, err := domain.Unmarshal([]byte(raw))
+	if err != nil {
+		return currentDomain{}, wrapErr(err, "parse XML of domain %s", name)
+	}
+	m, err := marksOf(d)
+	if err != nil {
+		return currentDomain{}, err
+	}
+	return currentDomain{exists: true, state: domain.State(state), reason: domain.Reason(reason), marks: m, xml: d}, nil
+}
+
+// checkOwned refuses a domain this launcher does not own.
+func (l *Launcher) checkOwned(cur currentDomain) error {
+	switch {
+	case cur.marks == nil:
+		return &ConflictError{Domain: cur.xml.Name, Reason: "it was not defined by a vmi2libvirt launcher"}
+	case cur.marks.Owner != l.cfg.Owner:
+		return &ConflictError{Domain: cur.xml.Name, Owner: cur.marks.Owner,
+			Reason: fmt.Sprintf("it belongs to the launcher %q, not to %q", cur.marks.Owner, l.cfg.Owner)}
+	}
+	return nil
+}
+
+// ended tells whether the VMI of an existing domain has run to its end.
+func (l *Launcher) ended(st *vmiState, cur currentDomain) bool {
+	m := cur.marks
+	if m.Ended != nil {
+		return true
+	}
+	if m.Started == nil || cur.state.Active() {
+		return false
+	}
+	st.mu.Lock()
+	starting := st.starting
+	st.mu.Unlock()
+	return !starting
+}
+
+// undefine destroys and undefines the domain called name, with its NVRAM,
+// managed save and snapshot metadata. A domain that is not there is no
+// error.
+func (l *Launcher) undefine(ctx context.Context, name string) error {
+	err := l.onDomain(ctx, name, func(dom *libvirt.Domain) error {
+		if err := dom.DestroyFlags(libvirt.DOMAIN_DESTROY_DEFAULT); err != nil && !isNotRunning(err) && !isNoDomain(err) {
+			return wrapErr(err, "destroy domain %s", name)
 		}
-		s, r := domain.State(state), domain.Reason(reason)
-		switch {
-		case !s.Active():
-			flags := libvirt.DOMAIN_NONE
-			if v.Spec.StartStrategy != nil && *v.Spec.StartStrategy == v1.StartStrategyPaused {
-				flags |= libvirt.DOMAIN_START_PAUSED
-			}
-			began := time.Now()
-			if err := dom.CreateWithFlags(flags); err != nil {
-				return wrapErr(err, "start domain %s", name)
-			}
-			started = true
-			l.log.Info("domain started", "vmi", key, "paused", flags&libvirt.DOMAIN_START_PAUSED != 0, "took", time.Since(began))
-		case domain.ShouldResume(s, r):
-			if err := dom.Resume(); err != nil {
-				return wrapErr(err, "resume domain %s (paused: %s)", name, domain.ReasonString(s, r))
-			}
-			l.log.Info("domain resumed", "vmi", key, "was paused for", domain.ReasonString(s, r))
+		flags := libvirt.DOMAIN_UNDEFINE_NVRAM | libvirt.DOMAIN_UNDEFINE_MANAGED_SAVE |
+			libvirt.DOMAIN_UNDEFINE_SNAPSHOTS_METADATA | libvirt.DOMAIN_UNDEFINE_CHECKPOINTS_METADATA
+		if err := dom.UndefineFlags(flags); err != nil && !isNoDomain(err) {
+			return wrapErr(err, "undefine domain %s", name)
 		}
 		return nil
 	})
-	rec.mu.Lock()
-	defer rec.mu.Unlock()
-	if started {
-		rec.started = true
-	}
-	if _, rerr := l.refreshLocked(ctx, rec, time.Time{}); err == nil {
-		err = rerr
+	if errors.Is(err, ErrNoDomain) {
+		return nil
 	}
 	return err
-}
-
-// lockRecord returns the record of v with its syncMu held. A record that
-// Delete retired while this call waited for it is replaced by a new one.
-func (l *Launcher) lockRecord(v *v1.VirtualMachineInstance) *record {
-	for {
-		rec := l.recordFor(v)
-		rec.syncMu.Lock()
-		rec.mu.Lock()
-		deleted := rec.deleted
-		rec.mu.Unlock()
-		if !deleted {
-			return rec
-		}
-		rec.syncMu.Unlock()
-	}
 }
 
 // deleteCount returns how many Deletes of the domain called name began.
@@ -169,132 +343,25 @@ func (l *Launcher) countDelete(name string) {
 	l.deletes[name]++
 }
 
-// forget retires rec, whose syncMu the caller holds: it is no longer
-// managed. Watch gets a last event with Deleted set when it had published
-// a status of the VMI.
-func (l *Launcher) forget(rec *record) {
-	rec.mu.Lock()
-	rec.deleted = true
-	if rec.published {
-		l.broadcast(rec.event(time.Time{}))
+// forget retires st: the VMI is no longer owned. Watch gets a last event
+// with Deleted set when a status of the VMI was published.
+func (l *Launcher) forget(st *vmiState) {
+	l.stopDeadline(st)
+	st.mu.Lock()
+	st.deleted = true
+	if st.published {
+		l.broadcast(st.event(time.Time{}))
 	}
-	name := convert.DomainName(rec.vmi)
-	rec.mu.Unlock()
+	st.mu.Unlock()
 	l.vmisMu.Lock()
-	if l.vmis[name] == rec {
-		delete(l.vmis, name)
+	if l.vmis[st.name] == st {
+		delete(l.vmis, st.name)
 	}
 	l.vmisMu.Unlock()
 }
 
-// recordFor returns the record of v, making one for a VMI not managed yet
-// and replacing the record of an earlier VMI of the same name (another UID).
-func (l *Launcher) recordFor(v *v1.VirtualMachineInstance) *record {
-	name := convert.DomainName(v)
-	l.vmisMu.Lock()
-	defer l.vmisMu.Unlock()
-	if rec := l.vmis[name]; rec != nil {
-		rec.mu.Lock()
-		same := rec.vmi.UID == v.UID || rec.vmi.UID == "" || v.UID == ""
-		if same {
-			rec.vmi = v
-		}
-		rec.mu.Unlock()
-		if same {
-			return rec
-		}
-	}
-	rec := &record{
-		nsName:  v.Namespace + "/" + v.Name,
-		vmi:     v,
-		started: v.Status.Phase == v1.Running || domain.IsFinal(v.Status.Phase),
-	}
-	l.vmis[name] = rec
-	return rec
-}
-
-// define converts v and defines its domain, unless the domain's inactive
-// definition was made from the same canonical XML.
-func (l *Launcher) define(ctx context.Context, v *v1.VirtualMachineInstance, facts hostFacts) error {
-	opts, err := l.options(facts)
-	if err != nil {
-		return err
-	}
-	d, err := convert.Convert(v, opts)
-	if err != nil {
-		return fmt.Errorf("launcher: convert %s/%s: %w", v.Namespace, v.Name, err)
-	}
-	canonical, err := domain.Marshal(d)
-	if err != nil {
-		return wrapErr(err, "marshal domain of %s/%s", v.Namespace, v.Name)
-	}
-	sum := sha256.Sum256(canonical)
-	hash := hex.EncodeToString(sum[:])
-	addSyncMetadata(d, hash)
-	out, err := d.Marshal()
-	if err != nil {
-		return wrapErr(err, "marshal domain of %s/%s", v.Namespace, v.Name)
-	}
-	began := time.Now()
-	return l.do(ctx, func(c *libvirt.Connect) error {
-		if dom, err := c.LookupDomainByName(d.Name); err == nil {
-			raw, xerr := dom.GetXMLDesc(libvirt.DOMAIN_XML_INACTIVE)
-			dom.Free()
-			if xerr == nil && definedHash(raw) == hash {
-				l.log.Debug("domain definition unchanged", "vmi", v.Namespace+"/"+v.Name, "took", time.Since(began))
-				return nil // identical definition: leave it alone
-			}
-		} else if !isNoDomain(err) {
-			return wrapErr(err, "look up domain %s", d.Name)
-		}
-		dom, err := c.DomainDefineXMLFlags(out, libvirt.DOMAIN_DEFINE_VALIDATE)
-		if err != nil {
-			return wrapErr(err, "define domain %s", d.Name)
-		}
-		dom.Free()
-		l.log.Info("domain defined", "vmi", v.Namespace+"/"+v.Name, "domain", d.Name, "took", time.Since(began))
-		return nil
-	})
-}
-
-// addSyncMetadata adds the launcher's element, with hash (hex digits), to
-// d's metadata.
-func addSyncMetadata(d *libvirtxml.Domain, hash string) {
-	if d.Metadata == nil {
-		d.Metadata = &libvirtxml.DomainMetadata{}
-	}
-	d.Metadata.XML += fmt.Sprintf(`<vmi2libvirt:sync xmlns:vmi2libvirt=%q><vmi2libvirt:hash>%s</vmi2libvirt:hash></vmi2libvirt:sync>`, metadataNS, hash)
-}
-
-// definedHash returns the hash in the launcher's metadata element of a
-// domain's XML, or "".
-func definedHash(raw string) string {
-	d := &libvirtxml.Domain{}
-	if d.Unmarshal(raw) != nil || d.Metadata == nil {
-		return ""
-	}
-	dec := xml.NewDecoder(bytes.NewReader([]byte("<m>" + d.Metadata.XML + "</m>")))
-	inSync := false
-	for {
-		tok, err := dec.Token()
-		if err != nil {
-			return ""
-		}
-		switch t := tok.(type) {
-		case xml.StartElement:
-			if t.Name.Space == metadataNS && t.Name.Local == "sync" {
-				inSync = true
-			} else if inSync && t.Name.Space == metadataNS && t.Name.Local == "hash" {
-				var h string
-				if dec.DecodeElement(&h, &t) != nil {
-					return ""
-				}
-				return h
-			}
-		case xml.EndElement:
-			if t.Name.Space == metadataNS && t.Name.Local == "sync" {
-				inSync = false
-			}
-		}
-	}
+// fileExists tells whether path exists.
+func fileExists(path string) bool {
+	_, err := os.Stat(path)
+	return err == nil
 }

@@ -9,7 +9,8 @@ import (
 	v1 "kubevirt.io/api/core/v1"
 )
 
-// Event is a status change of a managed VMI, as Watch delivers it.
+// Event is a status change of a VMI the launcher owns, as Watch delivers
+// it.
 type Event struct {
 	Namespace, Name string
 	UID             types.UID
@@ -90,9 +91,10 @@ func (s *subscriber) next() (Event, bool) {
 }
 
 // Watch returns a channel that delivers every status change of every VMI
-// the launcher manages, as it happens, in the order the launcher saw them:
-// first the current status of each managed VMI, then each change, driven by
-// libvirt's events and by the launcher's own calls. A reader that falls far
+// the launcher owns, as it happens, in the order the launcher saw them:
+// first the current status of each owned VMI (those New adopted
+// included), then each change, driven by libvirt's events and by the
+// launcher's own calls. A reader that falls far
 // behind loses intermediate changes of a VMI, never its latest status. The
 // channel is closed when ctx ends or the launcher closes.
 func (l *Launcher) Watch(ctx context.Context) <-chan Event {
@@ -109,12 +111,12 @@ func (l *Launcher) Watch(ctx context.Context) <-chan Event {
 	l.subsMu.Lock()
 	l.subs[s] = struct{}{}
 	l.subsMu.Unlock()
-	for _, rec := range l.records() {
-		rec.mu.Lock()
-		if rec.published && !rec.deleted {
-			s.offer(rec.event(time.Time{}), true)
+	for _, st := range l.states() {
+		st.mu.Lock()
+		if st.published && !st.deleted {
+			s.offer(st.event(time.Time{}), true)
 		}
-		rec.mu.Unlock()
+		st.mu.Unlock()
 	}
 	go func() {
 		defer close(s.out)

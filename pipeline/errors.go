@@ -22,13 +22,15 @@ type InvalidError struct {
 	// it could not be read).
 	Kind string
 	// Stage is where the input was refused: "decode", "validate" or
-	// "convert".
+	// "convert" (the launcher adds "artifacts", for what it cannot make on
+	// the host for the VMI as it is).
 	Stage string
 	// Errors are the problems at a field path, with the paths of the
 	// document. It is empty for a document that is not one VMI or VM at
 	// all (empty, not YAML...): Error then says what is wrong and where.
 	Errors field.ErrorList
-	// err is the stage's error, whose message Error returns.
+	// err is the stage's error, whose message Error returns; nil when the
+	// error was made with Errors alone (Error then aggregates them).
 	err error
 }
 
@@ -44,14 +46,25 @@ func newInvalidError(kind, stage string, err error) *InvalidError {
 
 // Error is the stage's message: one field error, a list of them, or a
 // problem of the whole document.
-func (e *InvalidError) Error() string { return e.err.Error() }
+func (e *InvalidError) Error() string {
+	if e.err == nil {
+		if len(e.Errors) == 0 {
+			return ErrInvalid.Error()
+		}
+		return e.Errors.ToAggregate().Error()
+	}
+	return e.err.Error()
+}
 
 // Is reports ErrInvalid.
 func (e *InvalidError) Is(target error) bool { return target == ErrInvalid }
 
 // Unwrap returns the stage's error and each field error.
 func (e *InvalidError) Unwrap() []error {
-	out := []error{e.err}
+	var out []error
+	if e.err != nil {
+		out = append(out, e.err)
+	}
 	for _, fe := range e.Errors {
 		out = append(out, fe)
 	}

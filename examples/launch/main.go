@@ -1,7 +1,12 @@
 // Command launch runs one KubeVirt VMI on libvirt and prints each change of
 // its status as one line until it ends or is interrupted.
 //
-//	go run ./examples/launch [-uri qemu:///system] [-emulate] FILE
+//	go run ./examples/launch [-uri qemu:///system] [-emulate] [-dry-run] [-keep] [-state-dir DIR] [-v] FILE
+//
+// With -dry-run it prints the domain XML the launcher would define on this
+// host (the launcher's Plan: the host's OVMF files, domain type, layout
+// and metadata) and writes nothing; -v also lists the artifacts it would
+// make.
 //
 // Each line starts with the phase: "phase=Scheduled", "phase=Running
 // ready=True machine=pc-q35-7.2 iface=default/52:54:00:…", ... Ctrl-C (or
@@ -42,9 +47,11 @@ func main() {
 		return nil
 	})
 	keep := flag.Bool("keep", false, "keep the domain and its state folder after the VMI ended")
+	dryRun := flag.Bool("dry-run", false, "print the domain XML the launcher would define on this host, and write nothing")
+	owner := flag.String("owner", "", "the launcher's owner name recorded in its domains (default: the host's name)")
 	verbose := flag.Bool("v", false, "log each of the launcher's steps to stderr, with its time (warnings are always printed)")
 	flag.Usage = func() {
-		fmt.Fprintln(os.Stderr, "usage: launch [-uri URI] [-emulate] [-state-dir DIR] [-image-store DIR] [-keep] [-v] FILE")
+		fmt.Fprintln(os.Stderr, "usage: launch [-uri URI] [-emulate] [-dry-run] [-state-dir DIR] [-image-store DIR] [-owner NAME] [-keep] [-v] FILE")
 		flag.PrintDefaults()
 	}
 	flag.Parse()
@@ -52,12 +59,17 @@ func main() {
 		flag.Usage()
 		os.Exit(2)
 	}
-	os.Exit(run(flag.Arg(0), launcher.Config{
+	cfg := launcher.Config{
 		URI:     *uri,
+		Owner:   *owner,
 		Emulate: *emulate,
 		Layout:  convert.HostLayout{StateDir: *stateDir, ImageStore: *imageStore, HostDiskAllow: hostDiskAllow},
 		Logger:  logger(*verbose),
-	}, *keep))
+	}
+	if *dryRun {
+		os.Exit(dryRunPlan(flag.Arg(0), cfg, *verbose))
+	}
+	os.Exit(run(flag.Arg(0), cfg, *keep))
 }
 
 // logger writes the launcher's warnings to stderr (a host where libvirt is
@@ -162,6 +174,41 @@ func run(file string, cfg launcher.Config, keep bool) int {
 	}
 	if phase != v1.Succeeded {
 		return 1
+	}
+	return 0
+}
+
+// dryRunPlan prints the domain the launcher would define for the VMI in
+// file, and with verbose the artifacts it would make, on stderr.
+func dryRunPlan(file string, cfg launcher.Config, verbose bool) int {
+	fail := func(err error) int {
+		fmt.Fprintf(os.Stderr, "launch: %s: %v\n", file, err)
+		return 1
+	}
+	data, err := os.ReadFile(file)
+	if err != nil {
+		return fail(err)
+	}
+	vmi, err := api.Decode(data)
+	if err != nil {
+		return fail(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	l, err := launcher.New(ctx, cfg)
+	if err != nil {
+		return fail(err)
+	}
+	defer l.Close()
+	plan, err := l.Plan(ctx, vmi)
+	if err != nil {
+		return fail(err)
+	}
+	os.Stdout.Write(plan.XML)
+	if verbose {
+		for _, a := range plan.Artifacts {
+			fmt.Fprintln(os.Stderr, "artifact:", a)
+		}
 	}
 	return 0
 }

@@ -2,6 +2,7 @@ package main
 
 import (
 	"bufio"
+	"errors"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -13,6 +14,7 @@ import (
 
 	"libvirt.org/go/libvirt"
 
+	"github.com/vmi2libvirt/vmi2libvirt/domain"
 	"github.com/vmi2libvirt/vmi2libvirt/internal/hosttest"
 	"github.com/vmi2libvirt/vmi2libvirt/internal/testguest"
 	"github.com/vmi2libvirt/vmi2libvirt/launcher"
@@ -129,4 +131,51 @@ func TestLaunchTiny(t *testing.T) {
 		t.Errorf("state folder left behind")
 	}
 	t.Logf("printed:\n%s", strings.Join(got, "\n"))
+}
+
+// TestDryRun: -dry-run prints the domain the launcher would define on this
+// host — with the launcher's metadata, the host layout's paths and
+// emulation — and writes nothing: no state folder, no domain.
+func TestDryRun(t *testing.T) {
+	if c, err := libvirt.NewConnect(launcher.DefaultURI); err != nil {
+		hosttest.Missing(t, "libvirtd unreachable: %v", err)
+	} else {
+		_, _ = c.Close()
+	}
+	hosttest.LockLibvirt(t, false)
+	if _, err := testguest.Build(launcher.DefaultImageStore); err != nil {
+		hosttest.Missing(t, "test guest cannot be built: %v", err)
+	}
+	root := "/var/lib/vmi2libvirt/e2e-dry-run-" + strconv.Itoa(os.Getpid())
+	t.Cleanup(func() { _ = os.RemoveAll(root) })
+	stateDir := filepath.Join(root, "vmis")
+	out, err := exec.Command("go", "run", ".", "-emulate", "-dry-run", "-owner", "dry-run-test", "-state-dir", stateDir, filepath.Join("..", "vmis", "vmi-tiny.yaml")).Output()
+	if err != nil {
+		t.Fatalf("launch -dry-run: %v", err)
+	}
+	d, err := domain.Unmarshal(out)
+	if err != nil {
+		t.Fatalf("not domain XML: %v\n%s", err, out)
+	}
+	if d.Type != "qemu" || d.Name != "default_tiny" || d.Metadata == nil || !strings.Contains(d.Metadata.XML, "<owner>dry-run-test</owner>") {
+		t.Errorf("domain type %q, name %q, metadata %+v", d.Type, d.Name, d.Metadata)
+	}
+	if d.OS == nil || !strings.HasPrefix(d.OS.Kernel, launcher.DefaultImageStore+"/") {
+		t.Errorf("kernel %+v, want one from the image store", d.OS)
+	}
+	if _, err := os.Stat(stateDir); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("-dry-run made the state dir: %v", err)
+	}
+	c, err := libvirt.NewConnect(launcher.DefaultURI)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	if dom, err := c.LookupDomainByName("default_tiny"); err == nil {
+		raw, _ := dom.GetXMLDesc(0)
+		_ = dom.Free()
+		if strings.Contains(raw, "dry-run-test") {
+			t.Error("-dry-run defined the domain")
+		}
+	}
 }
