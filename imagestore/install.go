@@ -1,0 +1,225 @@
+package imagestore
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"slices"
+	"sync/atomic"
+
+	v1 "github.com/google/go-containerregistry/pkg/v1"
+	"github.com/google/go-containerregistry/pkg/v1/types"
+)
+
+// source says where an image's blobs come from and how to read them.
+type source struct {
+	// kind is recorded in image.json: registry, oci-layout, docker-archive.
+	kind string
+	// compressed: read each layer as stored (and check it against its
+	// digest), rather than go-containerregistry's uncompressed stream
+	// (which a docker save tarball has natively).
+	compressed bool
+	// guard is the pull's transport guard (registry pulls only).
+	guard *plainHTTPGuard
+}
+
+// sortErr sorts an error of reading the image's manifest, config or a
+// layer's opening from the source.
+func (src source) sortErr(err error) error {
+	if src.kind == "registry" {
+		return registryKind(err, src.guard)
+	}
+	return ErrBadImage
+}
+
+// errPruned: the image was pruned between its extraction and its use.
+var errPruned = errors.New("image pruned while being resolved")
+
+// install extracts img into the store unless the store has it, records
+// that the reference refName names it, and returns it.
+func (s *Store) install(ctx context.Context, raw, refName string, img v1.Image, src source) (*Image, error) {
+	d, err := img.Digest()
+	if err != nil {
+		return nil, failure(raw, src.sortErr(err), "manifest", err)
+	}
+	for attempt := 0; ; attempt++ {
+		_, err := s.extracts.do(ctx, d.String(), func(ctx context.Context) (struct{}, error) {
+			return struct{}{}, s.extract(ctx, raw, d, img, src)
+		})
+		if err != nil {
+			return nil, asError(raw, err)
+		}
+		out, err := s.useRef(raw, refName, d)
+		switch {
+		case err == nil:
+			return out, nil
+		case errors.Is(err, errPruned) && attempt < 2:
+			continue
+		}
+		return nil, asError(raw, err)
+	}
+}
+
+// extract writes the file system of img, whose manifest digest is d, into
+// the store, unless the store has it already.
+func (s *Store) extract(ctx context.Context, raw string, d v1.Hash, img v1.Image, src source) error {
+	if ok, err := s.has(d); err != nil || ok {
+		return asError(raw, err)
+	}
+	fail := func(kind error, detail string, cause error) error {
+		e := failure(raw, kind, detail, cause)
+		e.Digest = d.String()
+		return e
+	}
+	m, err := img.Manifest()
+	if err != nil {
+		return fail(src.sortErr(err), "manifest", err)
+	}
+	if t := m.Config.MediaType; t != types.DockerConfigJSON && t != types.OCIConfigJSON {
+		return fail(ErrBadImage, fmt.Sprintf("config of media type %q: not a container image", t), nil)
+	}
+	rawCfg, err := img.RawConfigFile()
+	if err != nil {
+		return fail(src.sortErr(err), "config", err)
+	}
+	if sum := sha256.Sum256(rawCfg); m.Config.Digest.Algorithm != "sha256" || hex.EncodeToString(sum[:]) != m.Config.Digest.Hex {
+		return fail(ErrDigestMismatch, "config "+m.Config.Digest.String(), nil)
+	}
+	cfg, err := v1.ParseConfigFile(bytes.NewReader(rawCfg))
+	if err != nil {
+		return fail(ErrBadImage, "config", err)
+	}
+	if err := checkPlatform(cfg); err != nil {
+		return fail(ErrWrongPlatform, err.Error(), nil)
+	}
+	if len(cfg.RootFS.DiffIDs) != len(m.Layers) {
+		return fail(ErrBadImage, fmt.Sprintf("%d layers but %d diff_ids in the config", len(m.Layers), len(cfg.RootFS.DiffIDs)), nil)
+	}
+	total := m.Config.Size
+	for i, l := range m.Layers {
+		if !slices.Contains(layerTypes, l.MediaType) {
+			return fail(ErrBadImage, fmt.Sprintf("layer %d of media type %q", i, l.MediaType), nil)
+		}
+		total += l.Size
+	}
+	layers, err := img.Layers()
+	if err != nil {
+		return fail(src.sortErr(err), "layers", err)
+	}
+
+	tmp, err := s.newTemp()
+	if err != nil {
+		return fail(ErrStorage, "", err)
+	}
+	defer tmp.remove()
+	rootfs := filepath.Join(tmp.path, "rootfs")
+	if err := os.Mkdir(rootfs, folderMode); err != nil {
+		return fail(ErrStorage, "", err)
+	}
+	root, err := os.OpenRoot(rootfs)
+	if err != nil {
+		return fail(ErrStorage, "", err)
+	}
+	defer root.Close()
+
+	var done atomic.Int64
+	done.Add(m.Config.Size)
+	if src.kind == "registry" {
+		stop := s.reportProgress(raw, d, total, &done)
+		defer stop()
+	}
+	x := newExtractor(root, s.maxSize)
+	for i := len(layers) - 1; i >= 0; i-- {
+		if kind, err := s.extractLayer(ctx, x, layers[i], m.Layers[i], cfg.RootFS.DiffIDs[i], src, &done); err != nil {
+			return fail(kind, fmt.Sprintf("layer %d (%s)", i, m.Layers[i].Digest), err)
+		}
+	}
+	if err := x.finish(); err != nil {
+		return fail(extractKind(err), "", err)
+	}
+	rec := record{Digest: d.String(), Config: m.Config.Digest.String(), Size: s.maxSize - x.left, Source: src.kind}
+	if err := rec.write(tmp.path); err != nil {
+		return fail(ErrStorage, "", err)
+	}
+	if err := os.Chmod(tmp.path, folderMode); err != nil {
+		return fail(ErrStorage, "", err)
+	}
+	if err := s.publish(tmp, d); err != nil {
+		return fail(ErrStorage, "", err)
+	}
+	return nil
+}
+
+// extractLayer extracts one layer and checks it against its digest (when
+// read as stored) and its diff ID. It returns the condition and the cause
+// of a failure.
+func (s *Store) extractLayer(ctx context.Context, x *extractor, l v1.Layer, desc v1.Descriptor, diffID v1.Hash, src source, done *atomic.Int64) (error, error) {
+	var b *blobReader
+	var tarStream io.ReadCloser
+	if src.compressed {
+		rc, err := l.Compressed()
+		if err != nil {
+			return src.sortErr(err), err
+		}
+		b = newBlobReader(rc, desc.Digest, desc.Size, done)
+		if tarStream, err = uncompress(b, desc.MediaType); err != nil {
+			b.Close()
+			return b.kind(ctx, err), err
+		}
+	} else {
+		rc, err := l.Uncompressed()
+		if err != nil {
+			return src.sortErr(err), err
+		}
+		b = newBlobReader(rc, v1.Hash{}, -1, done)
+		b.local = true
+		tarStream = b
+	}
+	defer tarStream.Close()
+	u := newBlobReader(tarStream, diffID, -1, nil)
+	err := x.layer(u)
+	if err == nil {
+		// Read to the end, so that the digests are checked.
+		var n int64
+		n, err = io.CopyN(io.Discard, u, x.left+1)
+		if err == nil || n > x.left {
+			return ErrTooLarge, fmt.Errorf("more than %d bytes after the end of the tar archive", x.left)
+		}
+		if errors.Is(err, io.EOF) {
+			return nil, nil
+		}
+	}
+	if kind := extractKind(err); kind != ErrBadImage {
+		return kind, err
+	}
+	b.drain()
+	if kind := b.kind(ctx, err); kind != ErrBadImage {
+		return kind, err
+	}
+	if u.mismatch != nil {
+		return ErrDigestMismatch, fmt.Errorf("uncompressed content: %w", u.mismatch)
+	}
+	return ErrBadImage, err
+}
+
+// extractKind sorts the extractor's own errors; any other is ErrBadImage.
+func extractKind(err error) error {
+	var ee *entryError
+	var tl *errTooLarge
+	var se *storeError
+	switch {
+	case errors.As(err, &tl):
+		return ErrTooLarge
+	case errors.As(err, &se):
+		return ErrStorage
+	case errors.As(err, &ee):
+		return ErrBadImage
+	}
+	return ErrBadImage
+}
