@@ -226,9 +226,13 @@ func platformFailure(raw string, err error, guard *plainHTTPGuard) error {
 	return failure(raw, registryKind(err, guard), "", err)
 }
 
-// asError makes any error of the store's an *Error about image: the end of
-// the caller's context is ErrUnavailable.
+// asError makes any error of the store's an *Error about image (nil stays
+// nil): the end of the caller's context is ErrUnavailable, any other error
+// that is not an *Error already is ErrStorage.
 func asError(image string, err error) error {
+	if err == nil {
+		return nil
+	}
 	var e *Error
 	if errors.As(err, &e) {
 		return err
