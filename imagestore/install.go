@@ -14,6 +14,7 @@ import (
 	"sync/atomic"
 
 	v1 "github.com/google/go-containerregistry/pkg/v1"
+	"github.com/google/go-containerregistry/pkg/v1/remote/transport"
 	"github.com/google/go-containerregistry/pkg/v1/types"
 )
 
@@ -36,6 +37,18 @@ func (src source) sortErr(err error) error {
 		return registryKind(err, src.guard)
 	}
 	return ErrBadImage
+}
+
+// sortBlobErr sorts an error of fetching a blob (the config, a layer):
+// an HTTP status or a network error as registryKind does; any other error
+// of a registry is go-containerregistry's verdict on the blob's content
+// (its size or digest), which has no type of its own.
+func (src source) sortBlobErr(err error) error {
+	var te *transport.Error
+	if src.kind != "registry" || errors.As(err, &te) || errors.Is(err, ErrPlainHTTP) || transient(err) {
+		return src.sortErr(err)
+	}
+	return ErrDigestMismatch
 }
 
 // errPruned: the image was pruned between its extraction and its use.
@@ -86,7 +99,7 @@ func (s *Store) extract(ctx context.Context, raw string, d v1.Hash, img v1.Image
 	}
 	rawCfg, err := img.RawConfigFile()
 	if err != nil {
-		return fail(src.sortErr(err), "config", err)
+		return fail(src.sortBlobErr(err), "config", err)
 	}
 	if sum := sha256.Sum256(rawCfg); m.Config.Digest.Algorithm != "sha256" || hex.EncodeToString(sum[:]) != m.Config.Digest.Hex {
 		return fail(ErrDigestMismatch, "config "+m.Config.Digest.String(), nil)
@@ -165,7 +178,7 @@ func (s *Store) extractLayer(ctx context.Context, x *extractor, l v1.Layer, desc
 	if src.compressed {
 		rc, err := l.Compressed()
 		if err != nil {
-			return src.sortErr(err), err
+			return src.sortBlobErr(err), err
 		}
 		b = newBlobReader(rc, desc.Digest, desc.Size, done)
 		if tarStream, err = uncompress(b, desc.MediaType); err != nil {
