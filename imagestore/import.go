@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
 
 	"github.com/google/go-containerregistry/pkg/name"
 	v1 "github.com/google/go-containerregistry/pkg/v1"
@@ -76,7 +77,10 @@ func layoutImage(dir string, ref name.Reference) (v1.Image, error) {
 			}
 		}
 		if len(named) == 0 {
-			// Several platforms of one image, or an error naming them.
+			if !slices.ContainsFunc(cands, func(d v1.Descriptor) bool { return d.Platform != nil }) {
+				return nil, fmt.Errorf("the layout holds %d images and names none %s", len(cands), ref)
+			}
+			// Several platforms of one image.
 			return platformImage(idx)
 		}
 		cands = named
