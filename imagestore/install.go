@@ -16,6 +16,8 @@ import (
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/google/go-containerregistry/pkg/v1/remote/transport"
 	"github.com/google/go-containerregistry/pkg/v1/types"
+
+	"github.com/vmi2libvirt/vmi2libvirt/internal/rootfs"
 )
 
 // source says where an image's blobs come from and how to read them.
@@ -131,11 +133,11 @@ func (s *Store) extract(ctx context.Context, raw string, d v1.Hash, img v1.Image
 		return fail(ErrStorage, "", err)
 	}
 	defer tmp.remove()
-	rootfs := filepath.Join(tmp.path, "rootfs")
-	if err := os.Mkdir(rootfs, folderMode); err != nil {
+	rootDir := filepath.Join(tmp.path, "rootfs")
+	if err := os.Mkdir(rootDir, folderMode); err != nil {
 		return fail(ErrStorage, "", err)
 	}
-	root, err := os.OpenRoot(rootfs)
+	root, err := os.OpenRoot(rootDir)
 	if err != nil {
 		return fail(ErrStorage, "", err)
 	}
@@ -147,16 +149,16 @@ func (s *Store) extract(ctx context.Context, raw string, d v1.Hash, img v1.Image
 		stop := s.reportProgress(raw, d, total, &done)
 		defer stop()
 	}
-	x := newExtractor(root, s.maxSize)
+	x := rootfs.New(root, s.maxSize)
 	for i := len(layers) - 1; i >= 0; i-- {
 		if kind, err := s.extractLayer(ctx, x, layers[i], m.Layers[i], cfg.RootFS.DiffIDs[i], src, &done); err != nil {
 			return fail(kind, fmt.Sprintf("layer %d (%s)", i, m.Layers[i].Digest), err)
 		}
 	}
-	if err := x.finish(); err != nil {
+	if err := x.Finish(); err != nil {
 		return fail(extractKind(err), "", err)
 	}
-	rec := record{Digest: d.String(), Config: m.Config.Digest.String(), Size: s.maxSize - x.left, Source: src.kind}
+	rec := record{Digest: d.String(), Config: m.Config.Digest.String(), Size: x.Size(), Source: src.kind}
 	if err := rec.write(tmp.path); err != nil {
 		return fail(ErrStorage, "", err)
 	}
@@ -172,7 +174,7 @@ func (s *Store) extract(ctx context.Context, raw string, d v1.Hash, img v1.Image
 // extractLayer extracts one layer and checks it against its digest (when
 // read as stored) and its diff ID. It returns the condition and the cause
 // of a failure.
-func (s *Store) extractLayer(ctx context.Context, x *extractor, l v1.Layer, desc v1.Descriptor, diffID v1.Hash, src source, done *atomic.Int64) (error, error) {
+func (s *Store) extractLayer(ctx context.Context, x *rootfs.Extractor, l v1.Layer, desc v1.Descriptor, diffID v1.Hash, src source, done *atomic.Int64) (error, error) {
 	var b *blobReader
 	var tarStream io.ReadCloser
 	if src.compressed {
@@ -196,13 +198,14 @@ func (s *Store) extractLayer(ctx context.Context, x *extractor, l v1.Layer, desc
 	}
 	defer tarStream.Close()
 	u := newBlobReader(tarStream, diffID, -1, nil)
-	err := x.layer(u)
+	err := x.Layer(u)
 	if err == nil {
 		// Read to the end, so that the digests are checked.
 		var n int64
-		n, err = io.CopyN(io.Discard, u, x.left+1)
-		if err == nil || n > x.left {
-			return ErrTooLarge, fmt.Errorf("more than %d bytes after the end of the tar archive", x.left)
+		left := s.maxSize - x.Size()
+		n, err = io.CopyN(io.Discard, u, left+1)
+		if err == nil || n > left {
+			return ErrTooLarge, fmt.Errorf("more than %d bytes after the end of the tar archive", left)
 		}
 		if errors.Is(err, io.EOF) {
 			return nil, nil
@@ -221,11 +224,12 @@ func (s *Store) extractLayer(ctx context.Context, x *extractor, l v1.Layer, desc
 	return ErrBadImage, err
 }
 
-// extractKind sorts the extractor's own errors; any other is ErrBadImage.
+// extractKind sorts the errors of package rootfs; any other is
+// ErrBadImage.
 func extractKind(err error) error {
-	var ee *entryError
-	var tl *errTooLarge
-	var se *storeError
+	var ee *rootfs.EntryError
+	var tl *rootfs.TooLargeError
+	var se *rootfs.WriteError
 	switch {
 	case errors.As(err, &tl):
 		return ErrTooLarge

@@ -25,6 +25,13 @@ const (
 	DefaultProgressInterval = 2 * time.Second
 )
 
+// Modes of the store's files and folders: QEMU, another user, reads
+// images.
+const (
+	fileMode   = 0o644
+	folderMode = 0o755
+)
+
 // Config configures a Store. Only Root is required.
 type Config struct {
 	// Root is the store's folder, absolute (the launcher's is

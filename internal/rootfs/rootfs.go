@@ -1,4 +1,11 @@
-package imagestore
+// Package rootfs writes the file system of a container image's layers into
+// a folder: layers flattened as a container runtime stacks them
+// (whiteouts, opaque folders, upper layers winning), every write through
+// an os.Root, and every entry that could reach outside the folder refused
+// with an error rather than skipped: paths with "..", absolute paths,
+// symbolic or hard links leading out, device files, more bytes than a
+// limit.
+package rootfs
 
 import (
 	"archive/tar"
@@ -22,11 +29,12 @@ const (
 	opaqueWhiteout = ".wh..wh..opq"
 )
 
-// maxEntries bounds how many tar entries one image may have, so that an
+// maxEntries bounds how many tar entries the layers may have, so that an
 // image of millions of empty files cannot exhaust the host's inodes.
 const maxEntries = 1 << 20
 
-// File modes of what the store writes: QEMU (another user) reads images.
+// File modes of what the Extractor writes: QEMU (another user) reads
+// images.
 const (
 	fileMode   = 0o644
 	folderMode = 0o755
@@ -38,44 +46,50 @@ const sparseBlock = 64 << 10
 
 var zeroBlock [sparseBlock]byte
 
-// entryError is an entry of a layer that cannot be extracted safely.
-type entryError struct {
-	name, why string
+// EntryError is an entry of a layer that cannot be extracted safely, or a
+// link that the finished file system could not keep.
+type EntryError struct {
+	// Name is the entry's name as the tar archive has it.
+	Name string
+	// Why says what is wrong with it.
+	Why string
 }
 
-func (e *entryError) Error() string { return fmt.Sprintf("tar entry %q: %s", e.name, e.why) }
+func (e *EntryError) Error() string { return fmt.Sprintf("tar entry %q: %s", e.Name, e.Why) }
 
-// storeError is a failure to write the store's own folder (disk full,
-// permissions...), as opposed to a fault of the image.
-type storeError struct{ err error }
+// WriteError is a failure to write the folder (disk full, permissions...),
+// as opposed to a fault of the layers.
+type WriteError struct{ Err error }
 
-func (e *storeError) Error() string { return e.err.Error() }
-func (e *storeError) Unwrap() error { return e.err }
+func (e *WriteError) Error() string { return e.Err.Error() }
+func (e *WriteError) Unwrap() error { return e.Err }
 
-// wrote marks an error of a write to the store as a storeError.
+// wrote marks an error of a write to the folder as a WriteError.
 func wrote(err error) error {
 	if err == nil {
 		return nil
 	}
-	return &storeError{err}
+	return &WriteError{err}
 }
 
-// errTooLarge is returned when the image's files exceed the size limit.
-type errTooLarge struct{ detail string }
+// TooLargeError: the layers hold more bytes of files than the limit, or
+// more than a million entries.
+type TooLargeError struct{ Detail string }
 
-func (e *errTooLarge) Error() string { return e.detail }
+func (e *TooLargeError) Error() string { return e.Detail }
 
-// extractor writes the flattened file system of an image into a folder:
+// Extractor writes the flattened file system of an image into a folder:
 // layers are given top layer first, so the first entry seen for a path
 // wins, and whiteouts hide what the layers below have at or under a path
 // (as mutate.Extract does). Every write goes through an os.Root, so no
 // entry can reach outside the folder even if a check here were wrong; the
 // checks make hostile entries errors instead of silent skips.
-type extractor struct {
+type Extractor struct {
 	root *os.Root
-	// left is how many more bytes of files the image may have.
-	left    int64
-	entries int
+	// limit and left are how many bytes of files the layers may have in
+	// all, and still.
+	limit, left int64
+	entries     int
 	// seen maps each path decided so far to true for a non-folder (file,
 	// link, whiteout) and false for a folder.
 	seen map[string]bool
@@ -91,14 +105,20 @@ type extractor struct {
 
 type hardLink struct{ name, target string }
 
-func newExtractor(root *os.Root, limit int64) *extractor {
-	return &extractor{root: root, left: limit, seen: map[string]bool{}, opaque: map[string]bool{}, buf: make([]byte, sparseBlock)}
+// Size returns the bytes of files written so far.
+func (x *Extractor) Size() int64 { return x.limit - x.left }
+
+// New returns an Extractor writing into root at most limit bytes of files.
+func New(root *os.Root, limit int64) *Extractor {
+	return &Extractor{root: root, limit: limit, left: limit, seen: map[string]bool{}, opaque: map[string]bool{}, buf: make([]byte, sparseBlock)}
 }
 
-// layer extracts one layer (an uncompressed tar stream), reading it up to
-// the end of the archive. Errors are *entryError, *errTooLarge, or what
-// reading the stream returned.
-func (x *extractor) layer(r io.Reader) error {
+// Layer extracts one layer (an uncompressed tar stream), reading it up to
+// the end of the archive; call it for each layer, the top one first.
+// Errors are *EntryError, *TooLargeError, *WriteError, or what reading the
+// stream returned (a tar or decompression error, io.ErrUnexpectedEOF for a
+// truncated stream).
+func (x *Extractor) Layer(r io.Reader) error {
 	tr := tar.NewReader(r)
 	layerOpaque := map[string]bool{}
 	for {
@@ -110,7 +130,7 @@ func (x *extractor) layer(r io.Reader) error {
 			return err
 		}
 		if x.entries++; x.entries > maxEntries {
-			return &errTooLarge{fmt.Sprintf("more than %d tar entries", maxEntries)}
+			return &TooLargeError{fmt.Sprintf("more than %d tar entries", maxEntries)}
 		}
 		if err := x.entry(tr, hdr, layerOpaque); err != nil {
 			return err
@@ -123,7 +143,7 @@ func (x *extractor) layer(r io.Reader) error {
 }
 
 // entry extracts one tar entry.
-func (x *extractor) entry(tr *tar.Reader, hdr *tar.Header, layerOpaque map[string]bool) error {
+func (x *Extractor) entry(tr *tar.Reader, hdr *tar.Header, layerOpaque map[string]bool) error {
 	name, err := entryName(hdr.Name)
 	if err != nil {
 		return err
@@ -142,7 +162,7 @@ func (x *extractor) entry(tr *tar.Reader, hdr *tar.Header, layerOpaque map[strin
 	case strings.HasPrefix(base, whiteoutPrefix):
 		deleted := base[len(whiteoutPrefix):]
 		if deleted == "" || deleted == "." || deleted == ".." {
-			return &entryError{hdr.Name, "whiteout of no file"}
+			return &EntryError{hdr.Name, "whiteout of no file"}
 		}
 		p := path.Join(dir, deleted)
 		if _, done := x.seen[p]; !done && !x.hidden(p) {
@@ -176,17 +196,17 @@ func (x *extractor) entry(tr *tar.Reader, hdr *tar.Header, layerOpaque map[strin
 	case tar.TypeLink:
 		target, err := entryName(hdr.Linkname)
 		if err != nil || target == "." {
-			return &entryError{hdr.Name, fmt.Sprintf("hard link to %q, which leads out of the image", hdr.Linkname)}
+			return &EntryError{hdr.Name, fmt.Sprintf("hard link to %q, which leads out of the image", hdr.Linkname)}
 		}
 		x.seen[name] = true
 		x.links = append(x.links, hardLink{name, target})
 		return x.mkdirs(dir)
 	case tar.TypeChar, tar.TypeBlock:
-		return &entryError{hdr.Name, "device file"}
+		return &EntryError{hdr.Name, "device file"}
 	case tar.TypeFifo:
-		return &entryError{hdr.Name, "named pipe"}
+		return &EntryError{hdr.Name, "named pipe"}
 	default:
-		return &entryError{hdr.Name, fmt.Sprintf("unsupported tar entry type %q", hdr.Typeflag)}
+		return &EntryError{hdr.Name, fmt.Sprintf("unsupported tar entry type %q", hdr.Typeflag)}
 	}
 }
 
@@ -195,15 +215,15 @@ func (x *extractor) entry(tr *tar.Reader, hdr *tar.Header, layerOpaque map[strin
 func entryName(raw string) (string, error) {
 	switch {
 	case raw == "":
-		return "", &entryError{raw, "empty name"}
+		return "", &EntryError{raw, "empty name"}
 	case strings.ContainsRune(raw, 0):
-		return "", &entryError{raw, "name holds a NUL byte"}
+		return "", &EntryError{raw, "name holds a NUL byte"}
 	case strings.HasPrefix(raw, "/"):
-		return "", &entryError{raw, "absolute path"}
+		return "", &EntryError{raw, "absolute path"}
 	}
 	for c := range strings.SplitSeq(raw, "/") {
 		if c == ".." {
-			return "", &entryError{raw, `path with ".."`}
+			return "", &EntryError{raw, `path with ".."`}
 		}
 	}
 	return path.Clean(raw), nil
@@ -215,7 +235,7 @@ func entryName(raw string) (string, error) {
 // the link's folder, so that it cannot name a file of the host.
 func symlinkTarget(name, target string) (string, error) {
 	if target == "" || strings.ContainsRune(target, 0) {
-		return "", &entryError{name, "symbolic link with an empty or invalid target"}
+		return "", &EntryError{name, "symbolic link with an empty or invalid target"}
 	}
 	dir := path.Dir(name)
 	depth := 0
@@ -227,7 +247,7 @@ func symlinkTarget(name, target string) (string, error) {
 		case "", ".":
 		case "..":
 			if depth--; depth < 0 {
-				return "", &entryError{name, fmt.Sprintf("symbolic link to %q, which leads out of the image", target)}
+				return "", &EntryError{name, fmt.Sprintf("symbolic link to %q, which leads out of the image", target)}
 			}
 		default:
 			depth++
@@ -249,7 +269,7 @@ func symlinkTarget(name, target string) (string, error) {
 
 // hidden reports whether an upper layer removed or replaced a folder above
 // name: a whiteout, a non-folder, or an opaque folder.
-func (x *extractor) hidden(name string) bool {
+func (x *Extractor) hidden(name string) bool {
 	for d := path.Dir(name); d != "."; d = path.Dir(d) {
 		if x.seen[d] || x.opaque[d] {
 			return true
@@ -260,7 +280,7 @@ func (x *extractor) hidden(name string) bool {
 
 // mkdirs creates the folder dir and its parents, and marks them as
 // folders so that no lower layer puts a file or link in their place.
-func (x *extractor) mkdirs(dir string) error {
+func (x *Extractor) mkdirs(dir string) error {
 	if dir == "." {
 		return nil
 	}
@@ -284,12 +304,12 @@ func (x *extractor) mkdirs(dir string) error {
 
 // file writes a regular file of size bytes from r, skipping blocks of
 // zeros (the file stays sparse), and syncs it.
-func (x *extractor) file(name string, r io.Reader, size int64) error {
+func (x *Extractor) file(name string, r io.Reader, size int64) error {
 	if size < 0 {
-		return &entryError{name, "negative size"}
+		return &EntryError{name, "negative size"}
 	}
 	if size > x.left {
-		return &errTooLarge{fmt.Sprintf("file %q of %d bytes exceeds the limit", name, size)}
+		return &TooLargeError{fmt.Sprintf("file %q of %d bytes exceeds the limit", name, size)}
 	}
 	x.left -= size
 	x.seen[name] = true
@@ -336,14 +356,15 @@ func copySparse(f *os.File, r io.Reader, size int64, buf []byte) error {
 	return wrote(f.Truncate(size))
 }
 
-// finish creates the hard links, checks that every symbolic link resolves
-// inside the image (or to nothing), sets the folders' modes and syncs
-// them. Call it after the last layer.
-func (x *extractor) finish() error {
+// Finish creates the hard links, checks that every symbolic link resolves
+// inside the folder (or to nothing), sets the folders' modes and syncs
+// them. Call it after the last layer; after an error, the folder must be
+// discarded.
+func (x *Extractor) Finish() error {
 	for _, l := range x.links {
 		st, err := x.root.Lstat(l.target)
 		if err != nil || !st.Mode().IsRegular() {
-			return &entryError{l.name, fmt.Sprintf("hard link to %q, which is not a regular file of the image", l.target)}
+			return &EntryError{l.name, fmt.Sprintf("hard link to %q, which is not a regular file of the image", l.target)}
 		}
 		if err := x.root.Link(l.target, l.name); err != nil {
 			return wrote(err)
@@ -352,7 +373,7 @@ func (x *extractor) finish() error {
 	for _, s := range x.symlinks {
 		_, err := x.root.Stat(s)
 		if err != nil && !errors.Is(err, fs.ErrNotExist) && !errors.Is(err, syscall.ENOTDIR) {
-			return &entryError{s, "symbolic link that leads out of the image or loops: " + err.Error()}
+			return &EntryError{s, "symbolic link that leads out of the image or loops: " + err.Error()}
 		}
 	}
 	for _, d := range x.folders {
