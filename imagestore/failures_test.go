@@ -20,10 +20,6 @@ import (
 	k8sv1 "k8s.io/api/core/v1"
 )
 
-// blobPath is the URL path of a blob in a repository.
-func blobPath(repo, digest string) string {
-	return "/v2/" + repo + "/blobs/" + digest
-}
 
 // TestRegistryRestartedMidPull cuts a pull off by closing the registry
 // (listener and connections) half way through a layer, then serves the

@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/google/go-containerregistry/pkg/name"
@@ -180,6 +181,34 @@ func TestImportCorruptLayout(t *testing.T) {
 	s := newStore(t, Config{})
 	if _, err := s.Import(context.Background(), "localhost/x:1", dir); !errors.Is(err, ErrDigestMismatch) {
 		t.Errorf("corrupt blob: %v, want ErrDigestMismatch", err)
+	}
+	if got := storeFiles(t, s); !slices.Equal(got, emptyStore) {
+		t.Errorf("store: %v", got)
+	}
+}
+
+// TestImportArchiveDiffID imports a docker save tarball whose config names
+// another diff ID than its layer has.
+func TestImportArchiveDiffID(t *testing.T) {
+	img := imageOf(t, layerOf(t, file("disk/disk.img", "disk")))
+	cfg, err := img.ConfigFile()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg = cfg.DeepCopy()
+	cfg.RootFS.DiffIDs[0] = v1.Hash{Algorithm: "sha256", Hex: hex64}
+	lying, err := mutate.ConfigFile(img, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	file := filepath.Join(t.TempDir(), "lying.tar")
+	tag, _ := name.NewTag("example.org/lying:1")
+	if err := tarball.WriteToFile(file, tag, lying); err != nil {
+		t.Fatal(err)
+	}
+	s := newStore(t, Config{})
+	if _, err := s.Import(context.Background(), "example.org/lying:1", file); !errors.Is(err, ErrDigestMismatch) || !strings.Contains(err.Error(), "want sha256:"+hex64) {
+		t.Errorf("got %v, want ErrDigestMismatch", err)
 	}
 	if got := storeFiles(t, s); !slices.Equal(got, emptyStore) {
 		t.Errorf("store: %v", got)
