@@ -20,7 +20,6 @@ import (
 	k8sv1 "k8s.io/api/core/v1"
 )
 
-
 // TestRegistryRestartedMidPull cuts a pull off by closing the registry
 // (listener and connections) half way through a layer, then serves the
 // same registry again on the same address: the cut pull leaves nothing,
