@@ -203,13 +203,12 @@ func (s *Store) extractLayer(ctx context.Context, x *rootfs.Extractor, l v1.Laye
 		tarStream = b
 	}
 	defer tarStream.Close()
-	u := io.Reader(tarStream)
-	err := x.Layer(u)
+	err := x.Layer(tarStream)
 	if err == nil {
 		// Read to the end, so that the digests are checked.
 		var n int64
 		left := s.maxSize - x.Size()
-		n, err = io.CopyN(io.Discard, u, left+1)
+		n, err = io.CopyN(io.Discard, tarStream, left+1)
 		if err == nil || n > left {
 			return ErrTooLarge, fmt.Errorf("more than %d bytes after the end of the tar archive", left)
 		}
@@ -220,26 +219,22 @@ func (s *Store) extractLayer(ctx context.Context, x *rootfs.Extractor, l v1.Laye
 	if kind := extractKind(err); kind != ErrBadImage {
 		return kind, err
 	}
+	// Not a tar, or a refused entry: unless the blob itself was cut off
+	// or does not match its digest.
 	b.drain()
-	if kind := b.kind(ctx, err); kind != ErrBadImage {
-		return kind, err
-	}
-	return ErrBadImage, err
+	return b.kind(ctx, err), err
 }
 
-// extractKind sorts the errors of package rootfs; any other is
-// ErrBadImage.
+// extractKind sorts the errors of package rootfs: too large, a failed
+// write, else (a refused entry, a stream that is no tar) ErrBadImage.
 func extractKind(err error) error {
-	var ee *rootfs.EntryError
 	var tl *rootfs.TooLargeError
-	var se *rootfs.WriteError
+	var we *rootfs.WriteError
 	switch {
 	case errors.As(err, &tl):
 		return ErrTooLarge
-	case errors.As(err, &se):
+	case errors.As(err, &we):
 		return ErrStorage
-	case errors.As(err, &ee):
-		return ErrBadImage
 	}
 	return ErrBadImage
 }

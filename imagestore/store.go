@@ -162,7 +162,10 @@ func DefaultPullPolicy(reference string) k8sv1.PullPolicy {
 // as the pull policy says: IfNotPresent uses the store's copy when it has
 // one, Always asks the registry which digest the reference names now (and
 // pulls only when the store lacks that digest), Never never asks the
-// registry. Errors are *Error values (see the Err* conditions).
+// registry. Callers resolving the same reference with the same policy at
+// the same time share one pull (made with the first caller's
+// credentials), and callers needing the same digest share one extraction.
+// Errors are *Error values (see the Err* conditions).
 func (s *Store) Resolve(ctx context.Context, req Request) (*Image, error) {
 	ref, err := s.parseReference(req.Reference)
 	if err != nil {
