@@ -164,8 +164,10 @@ func (s *Store) extract(ctx context.Context, raw string, d v1.Hash, img v1.Image
 	if err := rec.write(tmp.path); err != nil {
 		return fail(ErrStorage, "", err)
 	}
-	if err := os.Chmod(tmp.path, folderMode); err != nil {
-		return fail(ErrStorage, "", err)
+	for _, dir := range []string{tmp.path, rootDir} { // whatever the umask
+		if err := os.Chmod(dir, folderMode); err != nil {
+			return fail(ErrStorage, "", err)
+		}
 	}
 	if err := s.publish(tmp, d); err != nil {
 		return fail(ErrStorage, "", err)
