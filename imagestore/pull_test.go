@@ -63,6 +63,12 @@ func TestPullContainerDisk(t *testing.T) {
 	if st.Mode().Perm() != 0o644 {
 		t.Errorf("disk mode %v, want 0644", st.Mode())
 	}
+	// QEMU, another user, must reach the disk.
+	for _, d := range []string{filepath.Dir(host), img.Dir, filepath.Dir(img.Dir), filepath.Join(s.root, "sha256")} {
+		if st, err := os.Stat(d); err != nil || st.Mode().Perm() != 0o755 {
+			t.Errorf("%s: %v, %v; want mode 0755", d, st.Mode(), err)
+		}
+	}
 
 	// A second resolution under IfNotPresent does not ask the registry.
 	if reg.requests.Load() == 0 {

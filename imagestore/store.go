@@ -138,6 +138,10 @@ func New(cfg Config) (*Store, error) {
 			return nil, fmt.Errorf("imagestore: %w", err)
 		}
 	}
+	// QEMU reaches the images through sha256/, whatever the umask.
+	if err := os.Chmod(s.path("sha256"), folderMode); err != nil {
+		return nil, fmt.Errorf("imagestore: %w", err)
+	}
 	if err := s.cleanTemps(); err != nil {
 		return nil, fmt.Errorf("imagestore: %w", err)
 	}
