@@ -371,3 +371,48 @@ func TestProgress(t *testing.T) {
 		}
 	}
 }
+
+// TestCallerLeavesSharedPull: of two callers sharing a pull, the one whose
+// context ends gets its context's error; the pull goes on for the other.
+func TestCallerLeavesSharedPull(t *testing.T) {
+	reg := newRegistry(t)
+	layer := layerOf(t, file("disk/disk.img", diskBytes(14, 1<<20)))
+	ref, d := reg.push(t, "disks/shared-slow:1", imageOf(t, layer))
+	ld := must(t)(layer.Digest()).String()
+	inBlob, release := make(chan struct{}), make(chan struct{})
+	var once sync.Once
+	reg.setIntercept(func(w http.ResponseWriter, r *http.Request) bool {
+		if r.Method == http.MethodGet && strings.HasSuffix(r.URL.Path, "/blobs/"+ld) {
+			once.Do(func() { close(inBlob) })
+			<-release
+		}
+		return false
+	})
+	s := newStore(t, Config{})
+	stays := make(chan error)
+	go func() {
+		_, err := s.Resolve(context.Background(), Request{Reference: ref})
+		stays <- err
+	}()
+	<-inBlob
+	ctx, cancel := context.WithCancel(context.Background())
+	leaves := make(chan error)
+	go func() {
+		_, err := s.Resolve(ctx, Request{Reference: ref})
+		leaves <- err
+	}()
+	cancel()
+	if err := <-leaves; !errors.Is(err, context.Canceled) || !errors.Is(err, ErrUnavailable) {
+		t.Errorf("the caller that left: %v, want its context's error", err)
+	}
+	close(release)
+	if err := <-stays; err != nil {
+		t.Fatalf("the caller that stayed: %v", err)
+	}
+	if n := reg.blobGets.Load(); n != 2 {
+		t.Errorf("%d blob GETs, want 2 (one pull)", n)
+	}
+	if img, err := s.Resolve(context.Background(), Request{Reference: ref, PullPolicy: k8sv1.PullNever}); err != nil || img.Digest != d.String() {
+		t.Errorf("after: %v, %v", img, err)
+	}
+}
