@@ -29,6 +29,11 @@ const (
 	opaqueWhiteout = ".wh..wh..opq"
 )
 
+// maxPath bounds the length of an entry's name and a link's target, as
+// Linux's PATH_MAX does (a longer one could not be opened anyway), so that
+// names a megabyte long cost no time.
+const maxPath = 4096
+
 // maxEntries bounds how many tar entries the layers may have, so that an
 // image of millions of empty files cannot exhaust the host's inodes.
 const maxEntries = 1 << 20
@@ -55,7 +60,13 @@ type EntryError struct {
 	Why string
 }
 
-func (e *EntryError) Error() string { return fmt.Sprintf("tar entry %q: %s", e.Name, e.Why) }
+func (e *EntryError) Error() string {
+	name := e.Name
+	if len(name) > 200 {
+		name = name[:200] + "..."
+	}
+	return fmt.Sprintf("tar entry %q: %s", name, e.Why)
+}
 
 // WriteError is a failure to write the folder (disk full, permissions...),
 // as opposed to a fault of the layers.
@@ -216,6 +227,8 @@ func entryName(raw string) (string, error) {
 	switch {
 	case raw == "":
 		return "", &EntryError{raw, "empty name"}
+	case len(raw) > maxPath:
+		return "", &EntryError{raw, fmt.Sprintf("name longer than %d bytes", maxPath)}
 	case strings.ContainsRune(raw, 0):
 		return "", &EntryError{raw, "name holds a NUL byte"}
 	case strings.HasPrefix(raw, "/"):
@@ -234,8 +247,8 @@ func entryName(raw string) (string, error) {
 // root, and must not climb out of it; an absolute one is made relative to
 // the link's folder, so that it cannot name a file of the host.
 func symlinkTarget(name, target string) (string, error) {
-	if target == "" || strings.ContainsRune(target, 0) {
-		return "", &EntryError{name, "symbolic link with an empty or invalid target"}
+	if target == "" || len(target) > maxPath || strings.ContainsRune(target, 0) {
+		return "", &EntryError{name, "symbolic link with an empty, too long or invalid target"}
 	}
 	dir := path.Dir(name)
 	depth := 0

@@ -58,7 +58,7 @@ func TestTarNames(t *testing.T) {
 			t.Errorf("entryName(%q) = %q, %v; want %q", raw, got, err, want)
 		}
 	}
-	for _, raw := range []string{"", "/a", "..", "a/../b", "a/..", "a\x00b"} {
+	for _, raw := range []string{"", "/a", "..", "a/../b", "a/..", "a\x00b", strings.Repeat("a/", 2049)} {
 		if got, err := entryName(raw); err == nil {
 			t.Errorf("entryName(%q) = %q, want an error", raw, got)
 		}
@@ -76,7 +76,7 @@ func TestTarNames(t *testing.T) {
 			t.Errorf("symlinkTarget(%q, %q) = %q, %v; want %q", c.name, c.target, got, err, c.want)
 		}
 	}
-	for _, c := range []struct{ name, target string }{{"l", ".."}, {"x/y/l", "../../../z"}, {"l", "/.."}, {"x/l", "a/../../../b"}, {"l", ""}} {
+	for _, c := range []struct{ name, target string }{{"l", ".."}, {"x/y/l", "../../../z"}, {"l", "/.."}, {"x/l", "a/../../../b"}, {"l", ""}, {"l", strings.Repeat("a/", 2049)}} {
 		if got, err := symlinkTarget(c.name, c.target); err == nil {
 			t.Errorf("symlinkTarget(%q, %q) = %q, want an error", c.name, c.target, got)
 		}
@@ -131,6 +131,7 @@ func FuzzExtract(f *testing.F) {
 		{entry{name: "dev/null", typeflag: tar.TypeChar}},
 		{file("disk/.wh.disk.img", ""), file(".wh..wh..opq", ""), file("a/.wh..wh..opq", "")},
 		{file("big", strings.Repeat("z", 100000))},
+		{file(strings.Repeat("d/", 100000)+"deep", "x")},
 	}
 	for i, s := range seeds {
 		f.Add(tarOf(f, s...), tarOf(f, seeds[(i+1)%len(seeds)]...))
