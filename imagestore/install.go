@@ -191,6 +191,7 @@ func (s *Store) extractLayer(ctx context.Context, x *rootfs.Extractor, l v1.Laye
 			want, size = v1.Hash{}, -1 // checked by go-containerregistry
 		}
 		b = newBlobReader(rc, want, size, done)
+		b.local = src.kind != "registry"
 		if tarStream, err = uncompress(b, desc.MediaType); err != nil {
 			b.Close()
 			return b.kind(ctx, err), err
