@@ -14,10 +14,13 @@ import (
 // owns lives in one state folder, StateDir/<namespace>_<name>/, and
 // containerDisk images and kernel-boot files come from ImageStore.
 //
-// ImageStore layout: an image reference (e.g. "quay.io/x/cirros:1.0") maps
-// to the folder ImageStore/<url.PathEscape(reference)>/ (a leading "." is
-// escaped too, as "%2E"), which is the image's file system: its disk is
-// disk.img there (or the file at the containerDisk's path), and kernel-boot
+// Images: an image reference (e.g. "quay.io/x/cirros:1.0") maps to the
+// folder of the image's file system: Images[reference].Dir when Images has
+// the reference (the launcher fills Images with what the image store
+// resolved, package imagestore), else the older hand-filled layout
+// ImageStore/<url.PathEscape(reference)>/ (a leading "." is escaped too, as
+// "%2E"). A containerDisk's disk is the file at the containerDisk's path in
+// that folder, else at Images[reference].Disk, else disk.img; kernel-boot
 // files are at their kernelPath and initrdPath. The disk may be raw or qcow2.
 //
 // Volumes, by source (<state> is StateFolder(vmi); VolumeArtifact tells the
@@ -44,8 +47,12 @@ import (
 type HostLayout struct {
 	// StateDir holds one folder per VMI. Required.
 	StateDir string
-	// ImageStore holds containerDisk images and kernel-boot files.
+	// ImageStore holds containerDisk images and kernel-boot files of the
+	// references Images lacks, one folder per escaped reference.
 	ImageStore string
+	// Images maps an image reference, as the VMI writes it, to the image
+	// resolved for it (see ImageFolder).
+	Images map[string]HostImage
 	// PodNetwork is how the pod network attaches; the zero value is
 	// user-mode networking.
 	PodNetwork InterfaceAttachment
@@ -67,6 +74,15 @@ type HostLayout struct {
 	// converter never looks at files); the launcher also refuses a path
 	// that leads out of these folders through a symbolic link.
 	HostDiskAllow []string
+}
+
+// HostImage is an image resolved on the host (by package imagestore).
+type HostImage struct {
+	// Dir is the absolute folder of the image's file system.
+	Dir string
+	// Disk is the path inside the image of a containerDisk's disk when the
+	// containerDisk has no path: KubeVirt's one file under /disk/.
+	Disk string
 }
 
 // HostArtifactKind says what the launcher makes for a volume in the host
@@ -130,6 +146,8 @@ func (l HostLayout) VolumeArtifact(vmi *v1.VirtualMachineInstance, index int) (H
 		image := "disk.img"
 		if cd := v.ContainerDisk; cd.Path != "" {
 			image = path.Clean("/" + cd.Path)
+		} else if img, ok := l.Images[cd.Image]; ok && img.Disk != "" {
+			image = path.Clean("/" + img.Disk)
 		}
 		a.Kind, a.Path, a.Format = ArtifactOverlay, disk, "qcow2"
 		a.BackingPath = path.Join(l.ImageFolder(v.ContainerDisk.Image), image)
@@ -287,10 +305,14 @@ func (l HostLayout) StateFolder(vmi *v1.VirtualMachineInstance) string {
 	return path.Join(l.StateDir, DomainName(vmi))
 }
 
-// ImageFolder returns the image store folder of an image reference,
+// ImageFolder returns the folder of an image reference's file system:
+// Images[reference].Dir when Images has it, else
 // ImageStore/<url.PathEscape(reference)>, with a leading "." escaped as
 // "%2E" so that no reference names the store itself or its parent.
 func (l HostLayout) ImageFolder(reference string) string {
+	if img, ok := l.Images[reference]; ok {
+		return path.Clean(img.Dir)
+	}
 	name := url.PathEscape(reference)
 	if strings.HasPrefix(name, ".") {
 		name = "%2E" + name[1:]

@@ -1,0 +1,178 @@
+package rootfs
+
+import (
+	"archive/tar"
+	"bytes"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// entry is one tar entry of a test layer.
+type entry struct {
+	name     string
+	typeflag byte
+	body     string
+	link     string
+}
+
+func file(name, body string) entry { return entry{name: name, typeflag: tar.TypeReg, body: body} }
+func dir(name string) entry        { return entry{name: name, typeflag: tar.TypeDir} }
+func symlink(name, target string) entry {
+	return entry{name: name, typeflag: tar.TypeSymlink, link: target}
+}
+func hardlink(name, target string) entry {
+	return entry{name: name, typeflag: tar.TypeLink, link: target}
+}
+
+// tarOf writes the entries as a tar archive.
+func tarOf(t testing.TB, entries ...entry) []byte {
+	t.Helper()
+	var buf bytes.Buffer
+	tw := tar.NewWriter(&buf)
+	for _, e := range entries {
+		hdr := &tar.Header{Name: e.name, Typeflag: e.typeflag, Linkname: e.link, Mode: 0o644, Format: tar.FormatPAX}
+		if e.typeflag == tar.TypeReg {
+			hdr.Size = int64(len(e.body))
+		}
+		if err := tw.WriteHeader(hdr); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := io.WriteString(tw, e.body); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := tw.Close(); err != nil {
+		t.Fatal(err)
+	}
+	return buf.Bytes()
+}
+
+// TestTarNames checks entryName and symlinkTarget on their own.
+func TestTarNames(t *testing.T) {
+	for raw, want := range map[string]string{"./disk/a": "disk/a", "disk//a/": "disk/a", "./": ".", "a/./b": "a/b"} {
+		if got, err := entryName(raw); err != nil || got != want {
+			t.Errorf("entryName(%q) = %q, %v; want %q", raw, got, err, want)
+		}
+	}
+	for _, raw := range []string{"", "/a", "..", "a/../b", "a/..", "a\x00b", strings.Repeat("a/", 2049)} {
+		if got, err := entryName(raw); err == nil {
+			t.Errorf("entryName(%q) = %q, want an error", raw, got)
+		}
+	}
+	for _, c := range []struct{ name, target, want string }{
+		{"a", "b", "b"},
+		{"x/y/l", "../z", "../z"},
+		{"x/y/l", "../../z", "../../z"},
+		{"x/y/l", "/etc/z", "../../etc/z"},
+		{"l", "/etc/z", "etc/z"},
+		{"l", "/", "."},
+		{"x/l", "/x/../y", "../y"},
+	} {
+		if got, err := symlinkTarget(c.name, c.target); err != nil || got != c.want {
+			t.Errorf("symlinkTarget(%q, %q) = %q, %v; want %q", c.name, c.target, got, err, c.want)
+		}
+	}
+	for _, c := range []struct{ name, target string }{{"l", ".."}, {"x/y/l", "../../../z"}, {"l", "/.."}, {"x/l", "a/../../../b"}, {"l", ""}, {"l", strings.Repeat("a/", 2049)}} {
+		if got, err := symlinkTarget(c.name, c.target); err == nil {
+			t.Errorf("symlinkTarget(%q, %q) = %q, want an error", c.name, c.target, got)
+		}
+	}
+}
+
+// TestExtractWritesThroughRoot shows the last line of defence: even an
+// extractor handed a folder where a link already leads out cannot write
+// through it.
+func TestExtractWritesThroughRoot(t *testing.T) {
+	base := t.TempDir()
+	rootfs := filepath.Join(base, "rootfs")
+	outside := filepath.Join(base, "outside")
+	for _, d := range []string{rootfs, outside} {
+		if err := os.Mkdir(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.Symlink(outside, filepath.Join(rootfs, "out")); err != nil {
+		t.Fatal(err)
+	}
+	root, err := os.OpenRoot(rootfs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer root.Close()
+	x := New(root, 1<<20)
+	x.seen = map[string]bool{} // the extractor does not know of "out"
+	err = x.Layer(bytes.NewReader(tarOf(t, file("out/evil", "x"))))
+	if err == nil {
+		t.Fatal("wrote through a link leading out")
+	}
+	if entries, _ := os.ReadDir(outside); len(entries) != 0 {
+		t.Errorf("outside holds %v", entries)
+	}
+}
+
+// FuzzExtract feeds arbitrary bytes, as two layers, to the extractor and
+// checks what it leaves: nothing beside its folder, in it only folders,
+// regular files and links, and when it accepted the layers, only links
+// that resolve inside it (or to nothing); never a panic.
+func FuzzExtract(f *testing.F) {
+	seeds := [][]entry{
+		{file("disk/disk.img", "disk"), dir("etc/"), file("etc/hostname", "h")},
+		{file("../evil", "x")},
+		{file("/abs", "x")},
+		{symlink("l", "../../etc/passwd")},
+		{symlink("l", "/etc/passwd"), file("l/x", "through")},
+		{dir("b/"), symlink("a", "b/.."), symlink("c", "a/..")},
+		{symlink("x", "y"), symlink("y", "x")},
+		{hardlink("h", "../outside"), hardlink("i", "disk/disk.img")},
+		{entry{name: "dev/null", typeflag: tar.TypeChar}},
+		{file("disk/.wh.disk.img", ""), file(".wh..wh..opq", ""), file("a/.wh..wh..opq", "")},
+		{file("big", strings.Repeat("z", 100000))},
+		{file(strings.Repeat("d/", 100000)+"deep", "x")},
+	}
+	for i, s := range seeds {
+		f.Add(tarOf(f, s...), tarOf(f, seeds[(i+1)%len(seeds)]...))
+	}
+	f.Fuzz(func(t *testing.T, upper, lower []byte) {
+		base := t.TempDir()
+		rootfs := filepath.Join(base, "rootfs")
+		if err := os.Mkdir(rootfs, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		root, err := os.OpenRoot(rootfs)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer root.Close()
+		x := New(root, 1<<20)
+		accepted := x.Layer(bytes.NewReader(upper)) == nil &&
+			x.Layer(bytes.NewReader(lower)) == nil && x.Finish() == nil
+		if entries, err := os.ReadDir(base); err != nil || len(entries) != 1 {
+			t.Fatalf("beside the folder: %v, %v", entries, err)
+		}
+		err = filepath.WalkDir(rootfs, func(p string, d fs.DirEntry, err error) error {
+			if err != nil {
+				return err
+			}
+			switch mode := d.Type(); {
+			case mode.IsDir(), mode.IsRegular():
+			case mode&fs.ModeSymlink != 0:
+				target, err := filepath.EvalSymlinks(p)
+				// A refused image is removed whole, links and all; an
+				// accepted one has no link leading out.
+				if accepted && err == nil && target != rootfs && !strings.HasPrefix(target, rootfs+"/") {
+					t.Errorf("%s leads to %s", p, target)
+				}
+			default:
+				t.Errorf("%s is a %v", p, mode)
+			}
+			return nil
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+	})
+}
