@@ -1,6 +1,6 @@
 module github.com/vmi2libvirt/vmi2libvirt
 
-go 1.24.0
+go 1.25.0
 
 require (
 	k8s.io/apimachinery v0.34.3
