@@ -41,10 +41,15 @@ func TestArtifactsBootUnderLibvirt(t *testing.T) {
 		t.Fatal(err)
 	}
 	layout := convert.HostLayout{StateDir: filepath.Join(root, "vmis"), ImageStore: filepath.Join(root, "images")}
-	ref, err := testguest.Build(layout.ImageStore)
+	guest, err := testguest.Install(layout.ImageStore, testguest.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
+	ref := testguest.Ref
+	// The kernel-boot image is the store's (as the launcher resolves it);
+	// the data disk's image is a folder filled by hand, which a layout
+	// without Images for its reference still reads.
+	layout.Images = map[string]convert.HostImage{ref: {Dir: guest.Dir}}
 	const diskImage = "localhost/artifacts-test/data:1"
 	imgDir := layout.ImageFolder(diskImage)
 	os.MkdirAll(imgDir, 0o755)

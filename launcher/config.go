@@ -6,8 +6,11 @@ import (
 	"os"
 	"time"
 
+	"github.com/google/go-containerregistry/pkg/authn"
+
 	"github.com/vmi2libvirt/vmi2libvirt/api"
 	"github.com/vmi2libvirt/vmi2libvirt/convert"
+	"github.com/vmi2libvirt/vmi2libvirt/imagestore"
 )
 
 // Defaults of Config.
@@ -50,6 +53,18 @@ type Config struct {
 	// Sources name the local folders behind configMap, secret and
 	// serviceAccount volumes, and the user QEMU runs as.
 	Sources ConfigSources
+
+	// Images configures the image store the launcher pulls containerDisk
+	// and kernel-boot images into (registries reached over plain HTTP,
+	// credentials, size limit, progress reports). Its Root is ignored:
+	// the store is Layout.ImageStore. Progress, when nil, goes to Logger.
+	Images imagestore.Config
+
+	// ImagePullSecrets maps the name of an imagePullSecret (a
+	// containerDisk's or kernel-boot container's) to its credentials.
+	// Secrets live in a cluster: a VMI naming one not mapped here is
+	// refused with the field's path.
+	ImagePullSecrets map[string]authn.Authenticator
 
 	// HostDevices maps the name of each GPU, host device and SR-IOV
 	// interface of a VMI to the host device behind it

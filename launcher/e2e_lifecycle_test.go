@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"syscall"
@@ -58,13 +57,14 @@ func testGuestSeesSpec(t *testing.T, e *env) {
 		dataSize   = 40 << 20
 	)
 	userData := "#cloud-config\n# e2e " + uniqueName("user-data") + "\nruncmd: [\"true\"]\n"
+	// The root disk is a containerDisk image imported into the store, as
+	// an air-gapped host fills it.
 	image := "localhost/vmi2libvirt/e2e-root:" + strconv.Itoa(os.Getpid())
-	dir := e.layout.ImageFolder(image)
-	if err := os.MkdirAll(dir, 0o755); err != nil {
+	disk, err := testguest.DiskImage("disk.img", make([]byte, rootSize))
+	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { _ = os.RemoveAll(dir) })
-	if err := os.WriteFile(filepath.Join(dir, "disk.img"), make([]byte, rootSize), 0o644); err != nil {
+	if _, err := testguest.ImportImage(e.layout.ImageStore, image, disk); err != nil {
 		t.Fatal(err)
 	}
 

@@ -12,6 +12,7 @@ import (
 	"os"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -47,6 +48,8 @@ type env struct {
 }
 
 var (
+	// envCount numbers the launchers the tests make.
+	envCount  atomic.Int64
 	guestOnce sync.Once
 	guestErr  error
 	// exclusive is set while a test holds the e2e lock exclusively.
@@ -73,7 +76,7 @@ func newEnvWith(t testing.TB, edit func(*launcher.Config)) *env {
 	if !exclusive {
 		hosttest.LockLibvirt(t, false)
 	}
-	guestOnce.Do(func() { _, guestErr = testguest.Build(launcher.DefaultImageStore) })
+	guestOnce.Do(func() { _, guestErr = testguest.Install(launcher.DefaultImageStore, testguest.Options{}) })
 	if guestErr != nil {
 		hosttest.Missing(t, "test guest cannot be built: %v", guestErr)
 	}
@@ -88,7 +91,9 @@ func newEnvWith(t testing.TB, edit func(*launcher.Config)) *env {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = os.RemoveAll(stateDir) })
-	cfg := launcher.Config{URI: testURI, Emulate: true,
+	// Each launcher of the tests is an owner of its own, as launchers on
+	// different nodes would be: it adopts no other test's domains.
+	cfg := launcher.Config{URI: testURI, Emulate: true, Owner: fmt.Sprintf("e2e-%d-%d", os.Getpid(), envCount.Add(1)),
 		Layout: convert.HostLayout{StateDir: stateDir, ImageStore: launcher.DefaultImageStore}}
 	if edit != nil {
 		edit(&cfg)

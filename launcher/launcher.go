@@ -47,6 +47,8 @@ type Launcher struct {
 	// warnedHealth is set once the host's health was checked (hosthealth.go).
 	warnedHealth atomic.Bool
 
+	storeState // the image store (images.go)
+
 	vmisMu sync.Mutex
 	vmis   map[string]*vmiState // by domain name: the VMIs this launcher owns
 	// deletes counts the Deletes begun, by domain name, so that a Sync

@@ -29,6 +29,7 @@ const (
 //	  <owner>node01</owner>
 //	  <vmi namespace="default" name="tiny" uid="…" grace="30"/>
 //	  <hash>…</hash>                                     SHA-256 of the converted domain's XML
+//	  <image field="spec.volumes[0].containerDisk.image" ref="…" digest="sha256:…"/>
 //	  <started at="…" pending="true"/>                   set before the first start
 //	  <shutdown requested="…" deadline="…"/>             a graceful shutdown is under way
 //	  <ended phase="Succeeded" reason="GuestShutdown" at="…"/>
@@ -44,6 +45,7 @@ type marks struct {
 	Owner    string        `xml:"owner"`
 	VMI      vmiIdentity   `xml:"vmi"`
 	Hash     string        `xml:"hash"`
+	Images   []imageUse    `xml:"image"`
 	Started  *startedMark  `xml:"started"`
 	Shutdown *shutdownMark `xml:"shutdown"`
 	Ended    *endedMark    `xml:"ended"`

@@ -12,6 +12,7 @@ import (
 	"libvirt.org/go/libvirtxml"
 
 	"github.com/vmi2libvirt/vmi2libvirt/api"
+	"github.com/vmi2libvirt/vmi2libvirt/convert"
 	"github.com/vmi2libvirt/vmi2libvirt/domain"
 	"github.com/vmi2libvirt/vmi2libvirt/pipeline"
 )
@@ -43,14 +44,20 @@ type Plan struct {
 
 // Plan computes what Sync would do for vmi on this host — the domain XML,
 // converted with the host's facts, and the artifacts with their contents
-// and modes — and writes nothing. It reads the host: libvirt's
-// capabilities (probed once per connection), the image store, the
-// sources of config volumes, existing artifacts.
+// and modes — and writes nothing of the VMI's. It reads the host:
+// libvirt's capabilities (probed once per connection), the sources of
+// config volumes, existing artifacts. Once the VMI is known to be valid,
+// it resolves the VMI's containerDisk and kernel-boot images in the image
+// store, pulling those the store lacks as their pull policies say (the
+// store is a cache shared by all VMIs); a VMI keeps the digests its domain
+// recorded.
 //
 // Errors: an *InvalidError (ErrInvalid) for a VMI that validation, the
-// converter or the artifacts refuse, listing every field error; a
-// *HostError (ErrHostNotReady) for what the host lacks (an image not in
-// the store, a missing folder); ErrUnavailable while libvirt cannot be
+// converter, its images (a bad reference, no linux/amd64 image, no disk
+// where KubeVirt looks, an unmapped imagePullSecret) or the artifacts
+// refuse, listing every field error; a *HostError (ErrHostNotReady) for
+// what the host lacks (a registry that cannot be reached or lacks the
+// image, a missing folder); ErrUnavailable while libvirt cannot be
 // reached.
 func (l *Launcher) Plan(ctx context.Context, vmi *v1.VirtualMachineInstance) (*Plan, error) {
 	if vmi == nil {
@@ -64,18 +71,43 @@ func (l *Launcher) Plan(ctx context.Context, vmi *v1.VirtualMachineInstance) (*P
 	if err != nil {
 		return nil, withVMI(err, vmi.Namespace+"/"+vmi.Name)
 	}
-	r, err := pipeline.FromVMI(vmi, pipeline.Config{Cluster: l.cfg.Cluster, Options: opts})
+	cfg := pipeline.Config{Cluster: l.cfg.Cluster, Options: opts}
+	r, err := pipeline.FromVMI(vmi, cfg)
 	if err != nil {
 		return nil, err
 	}
 	v := r.VMI
 	key := v.Namespace + "/" + v.Name
+	var uses []imageUse
+	if len(imageRequests(v)) > 0 {
+		// The VMI is valid: resolve its images (pulling them as their
+		// policies say), keeping the digests its domain recorded, and
+		// convert again with where they are.
+		var pinned []imageUse
+		if cur, err := l.current(ctx, convert.DomainName(v)); err != nil {
+			return nil, err
+		} else if cur.exists && cur.marks != nil && cur.marks.Owner == l.cfg.Owner && cur.marks.VMI.UID == v.UID {
+			pinned = cur.marks.Images
+		}
+		images, u, err := l.resolveImages(ctx, v, pinned)
+		if err != nil {
+			return nil, withVMI(err, key)
+		}
+		layout := l.cfg.Layout
+		layout.Images = images
+		cfg.Options.Layout = layout
+		if r, err = pipeline.FromVMI(vmi, cfg); err != nil {
+			return nil, err
+		}
+		v, uses = r.VMI, u
+	}
 	sum := sha256.Sum256(r.XML)
 	p := &Plan{VMI: v, Domain: r.Domain, Hash: hex.EncodeToString(sum[:]), StateFolder: l.cfg.Layout.StateFolder(v)}
 	p.marks = &marks{
-		Owner: l.cfg.Owner,
-		VMI:   vmiIdentity{Namespace: v.Namespace, Name: v.Name, UID: v.UID, Grace: int64(gracePeriod(v) / time.Second)},
-		Hash:  p.Hash,
+		Owner:  l.cfg.Owner,
+		VMI:    vmiIdentity{Namespace: v.Namespace, Name: v.Name, UID: v.UID, Grace: int64(gracePeriod(v) / time.Second)},
+		Hash:   p.Hash,
+		Images: uses,
 	}
 	if p.marks.VMI.Namespace == "" {
 		p.marks.VMI.Namespace = "default"
@@ -86,7 +118,7 @@ func (l *Launcher) Plan(ctx context.Context, vmi *v1.VirtualMachineInstance) (*P
 	if p.XML, err = domain.Marshal(p.Domain); err != nil {
 		return nil, wrapErr(err, "marshal domain of %s", key)
 	}
-	arts, err := planArtifacts(ctx, v, l.cfg.Layout, l.cfg.Sources)
+	arts, err := planArtifacts(ctx, v, cfg.Options.Layout.(convert.HostLayout), l.cfg.Sources)
 	if err != nil {
 		var he *HostError
 		var fe *field.Error

@@ -192,6 +192,7 @@ func buildStatus(s snapshot, prev v1.VirtualMachineInstanceStatus, from v1.Virtu
 	if s.obs.State.Active() {
 		st.Interfaces = interfaceStatuses(s)
 	}
+	st.VolumeStatus = volumeStatuses(s)
 	if o := s.os; o != nil {
 		st.GuestOSInfo = v1.VirtualMachineInstanceGuestOSInfo{
 			Name:          o.Name,

@@ -105,6 +105,10 @@ func run(file string, cfg launcher.Config, keep bool) int {
 	if err != nil {
 		return fail(err)
 	}
+	namespace := vmi.Namespace
+	if namespace == "" {
+		namespace = "default"
+	}
 	interrupted, stopSignals := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stopSignals()
 
@@ -123,6 +127,9 @@ func run(file string, cfg launcher.Config, keep bool) int {
 		defer close(printed)
 		last := ""
 		for ev := range l.Watch(watchCtx) {
+			if ev.Namespace != namespace || ev.Name != vmi.Name {
+				continue // another VMI this owner runs
+			}
 			if line := statusLine(ev.Status); line != last {
 				fmt.Println(line)
 				last = line

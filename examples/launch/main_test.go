@@ -32,7 +32,7 @@ func TestLaunchTiny(t *testing.T) {
 		_, _ = c.Close()
 	}
 	hosttest.LockLibvirt(t, false)
-	if _, err := testguest.Build(launcher.DefaultImageStore); err != nil {
+	if _, err := testguest.Install(launcher.DefaultImageStore, testguest.Options{}); err != nil {
 		hosttest.Missing(t, "test guest cannot be built: %v", err)
 	}
 	sample, err := os.ReadFile(filepath.Join("..", "vmis", "vmi-tiny.yaml"))
@@ -143,7 +143,7 @@ func TestDryRun(t *testing.T) {
 		_, _ = c.Close()
 	}
 	hosttest.LockLibvirt(t, false)
-	if _, err := testguest.Build(launcher.DefaultImageStore); err != nil {
+	if _, err := testguest.Install(launcher.DefaultImageStore, testguest.Options{}); err != nil {
 		hosttest.Missing(t, "test guest cannot be built: %v", err)
 	}
 	root := "/var/lib/vmi2libvirt/e2e-dry-run-" + strconv.Itoa(os.Getpid())

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/vmi2libvirt/vmi2libvirt/imagestore"
 	"github.com/vmi2libvirt/vmi2libvirt/internal/hosttest"
 	"github.com/vmi2libvirt/vmi2libvirt/internal/iso"
 )
@@ -33,15 +34,22 @@ func needQEMU(t *testing.T) {
 
 // boot starts the guest with disks (raw files, virtio-blk, with serials) and
 // one virtio NIC. Always TCG: nested KVM hangs guests on the test machines.
-func boot(t *testing.T, store, action string, disks map[string]string, mac string) *guest {
+func boot(t *testing.T, img *imagestore.Image, action string, disks map[string]string, mac string) *guest {
 	t.Helper()
 	dir := t.TempDir()
-	img := filepath.Join(store, "localhost%2Fvmi2libvirt%2Ftestguest:latest")
+	kernel, err := img.HostPath(KernelPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	initrd, err := img.HostPath(InitrdPath)
+	if err != nil {
+		t.Fatal(err)
+	}
 	g := &guest{serial: filepath.Join(dir, "serial.log"), monitor: filepath.Join(dir, "mon.sock"), done: make(chan error, 1)}
 	args := []string{
 		"-accel", "tcg", "-machine", "q35", "-m", "256", "-smp", "2",
 		"-nodefaults", "-display", "none", "-no-reboot",
-		"-kernel", filepath.Join(img, "boot", "vmlinuz"), "-initrd", filepath.Join(img, "boot", "initrd.img"),
+		"-kernel", kernel, "-initrd", initrd,
 		"-append", KernelArgs + " " + action,
 		"-serial", "file:" + g.serial, "-monitor", "unix:" + g.monitor + ",server,nowait",
 		"-netdev", "user,id=n0", "-device", "virtio-net-pci,netdev=n0,mac=" + mac,
@@ -121,8 +129,8 @@ func (g *guest) powerButton(t *testing.T) {
 // kernel argument asks.
 func TestBootUnderEmulation(t *testing.T) {
 	needQEMU(t)
-	store := t.TempDir()
-	if _, err := Build(store); err != nil {
+	img, err := Install(t.TempDir(), Options{})
+	if err != nil {
 		t.Fatal(err)
 	}
 	work := t.TempDir()
@@ -147,7 +155,7 @@ func TestBootUnderEmulation(t *testing.T) {
 	disks := map[string]string{"data-disk-1": diskPath, "cloudinit": ciPath}
 
 	t.Run("report and poweroff", func(t *testing.T) {
-		g := boot(t, store, ActionPowerOff, disks, "52:54:00:12:34:56")
+		g := boot(t, img, ActionPowerOff, disks, "52:54:00:12:34:56")
 		if !g.exited(t, 80*time.Second) {
 			t.Fatal("guest did not power off")
 		}
@@ -181,7 +189,7 @@ func TestBootUnderEmulation(t *testing.T) {
 	})
 
 	t.Run("acpi", func(t *testing.T) {
-		g := boot(t, store, ActionACPI, nil, "52:54:00:00:00:01")
+		g := boot(t, img, ActionACPI, nil, "52:54:00:00:00:01")
 		g.waitFor(t, "testguest: waiting for the ACPI power button", 80*time.Second)
 		g.powerButton(t)
 		if !g.exited(t, 20*time.Second) {
@@ -193,7 +201,7 @@ func TestBootUnderEmulation(t *testing.T) {
 	})
 
 	t.Run("ignore", func(t *testing.T) {
-		g := boot(t, store, ActionIgnore, nil, "52:54:00:00:00:02")
+		g := boot(t, img, ActionIgnore, nil, "52:54:00:00:00:02")
 		g.waitFor(t, "testguest: ignoring ACPI", 80*time.Second)
 		g.powerButton(t)
 		if g.exited(t, 5*time.Second) {

@@ -3,6 +3,7 @@ package testguest
 import (
 	"archive/tar"
 	"bytes"
+	"context"
 	"fmt"
 	"io"
 	"os"
@@ -15,13 +16,9 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/mutate"
 	"github.com/google/go-containerregistry/pkg/v1/tarball"
 	"github.com/google/go-containerregistry/pkg/v1/types"
-)
 
-// OCIRef is the reference the test guest's OCI image is imported under
-// (imagestore.Store.Import). Its tag is not "latest": a VMI's image whose
-// tag is latest defaults to pull policy Always, which asks a registry that
-// an imported image never came from.
-const OCIRef = "localhost/vmi2libvirt/testguest:v1"
+	"github.com/vmi2libvirt/vmi2libvirt/imagestore"
+)
 
 // Image builds the test guest as an OCI image for linux/amd64: one layer
 // holding KernelPath and InitrdPath (mode 0644, owned by root, time zero),
@@ -49,6 +46,12 @@ func Image(opts Options) (v1.Image, error) {
 	if err != nil {
 		return nil, err
 	}
+	return singleLayerImage(data)
+}
+
+// singleLayerImage is an OCI image for linux/amd64 of one uncompressed
+// tar layer.
+func singleLayerImage(data []byte) (v1.Image, error) {
 	layer, err := tarball.LayerFromOpener(func() (io.ReadCloser, error) {
 		return io.NopCloser(bytes.NewReader(data)), nil
 	}, tarball.WithMediaType(types.OCILayer))
@@ -66,24 +69,6 @@ func Image(opts Options) (v1.Image, error) {
 	cfg = cfg.DeepCopy()
 	cfg.OS, cfg.Architecture = "linux", "amd64"
 	return mutate.ConfigFile(img, cfg)
-}
-
-// WriteLayout builds the test guest's image (Image) into an OCI layout
-// folder dir, named by OCIRef's tag, for imagestore.Store.Import; it
-// returns the image.
-func WriteLayout(dir string, opts Options) (v1.Image, error) {
-	img, err := Image(opts)
-	if err != nil {
-		return nil, err
-	}
-	p, err := layout.Write(dir, empty.Index)
-	if err != nil {
-		return nil, err
-	}
-	if err := p.AppendImage(img, layout.WithAnnotations(map[string]string{"org.opencontainers.image.ref.name": "v1"})); err != nil {
-		return nil, err
-	}
-	return img, nil
 }
 
 // bootLayer is an uncompressed tar of the files (absolute paths in the
@@ -112,4 +97,48 @@ func bootLayer(files map[string][]byte) ([]byte, error) {
 		return nil, err
 	}
 	return buf.Bytes(), nil
+}
+
+// DiskImage builds a containerDisk image as KubeVirt's contract has it:
+// one layer holding the disk file disk (raw or qcow2) as /disk/<name>,
+// readable by QEMU (0644), for linux/amd64.
+func DiskImage(name string, disk []byte) (v1.Image, error) {
+	var buf bytes.Buffer
+	tw := tar.NewWriter(&buf)
+	if err := tw.WriteHeader(&tar.Header{Name: "disk/", Typeflag: tar.TypeDir, Mode: 0o755}); err != nil {
+		return nil, err
+	}
+	if err := tw.WriteHeader(&tar.Header{Name: "disk/" + name, Typeflag: tar.TypeReg, Mode: 0o644, Size: int64(len(disk))}); err != nil {
+		return nil, err
+	}
+	if _, err := tw.Write(disk); err != nil {
+		return nil, err
+	}
+	if err := tw.Close(); err != nil {
+		return nil, err
+	}
+	return singleLayerImage(buf.Bytes())
+}
+
+// ImportImage imports img into the image store at storeRoot under
+// reference, through an OCI layout folder, as an air-gapped host imports
+// an image.
+func ImportImage(storeRoot, reference string, img v1.Image) (*imagestore.Image, error) {
+	store, err := imagestore.New(imagestore.Config{Root: storeRoot})
+	if err != nil {
+		return nil, err
+	}
+	dir, err := os.MkdirTemp("", "testguest-layout-")
+	if err != nil {
+		return nil, err
+	}
+	defer os.RemoveAll(dir)
+	p, err := layout.Write(dir, empty.Index)
+	if err != nil {
+		return nil, err
+	}
+	if err := p.AppendImage(img, layout.WithAnnotations(map[string]string{"org.opencontainers.image.ref.name": reference})); err != nil {
+		return nil, err
+	}
+	return store.Import(context.Background(), reference, dir)
 }

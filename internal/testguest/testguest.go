@@ -9,23 +9,29 @@
 // "cidata" one), then acts on the kernel argument testguest.action
 // (poweroff, acpi or ignore). It boots in seconds under emulation.
 //
-// Build installs it into an image store as Ref, laid out as
-// convert.HostLayout expects: <ImageFolder(Ref)>/boot/vmlinuz and
-// /boot/initrd.img, for a VMI's spec.domain.firmware.kernelBoot.container.
+// Install imports it, as an OCI image holding /boot/vmlinuz and
+// /boot/initrd.img, into an image store under Ref, for a VMI's
+// spec.domain.firmware.kernelBoot.container.
 package testguest
 
 import (
 	"bytes"
+	"context"
 	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
 
-	"github.com/vmi2libvirt/vmi2libvirt/convert"
+	k8sv1 "k8s.io/api/core/v1"
+
+	"github.com/vmi2libvirt/vmi2libvirt/imagestore"
 )
 
-// Ref is the image reference the test guest is installed under.
-const Ref = "localhost/vmi2libvirt/testguest:latest"
+// Ref is the reference the test guest's image is imported under. Its tag
+// is not "latest": a VMI's image whose tag is latest defaults to pull
+// policy Always, which asks a registry that an imported image never came
+// from.
+const Ref = "localhost/vmi2libvirt/testguest:v1"
 
 // Paths of the kernel and initrd inside the image, for
 // kernelBoot.container.kernelPath and initrdPath.
@@ -50,68 +56,27 @@ type Options struct {
 	Busybox string
 }
 
-// Build builds the test guest from the default kernel tree and busybox and
-// installs it into imageStore; it returns the image reference, Ref.
-func Build(imageStore string) (ref string, err error) {
-	return BuildWith(imageStore, Options{})
-}
-
-// BuildWith is Build with other sources. Files already installed with the
-// same contents are left alone.
-func BuildWith(imageStore string, opts Options) (string, error) {
-	if opts.KernelTree == "" {
-		opts.KernelTree = DefaultKernelTree
-	}
-	if opts.Busybox == "" {
-		opts.Busybox = DefaultBusybox
-	}
-	version, err := kernelVersion(opts.KernelTree)
+// Install builds the test guest's image (Image) and imports it into the
+// image store at storeRoot under Ref, as an air-gapped host imports an
+// image: through an OCI layout and imagestore.Store.Import. An image of
+// the same digest already there is left alone.
+func Install(storeRoot string, opts Options) (*imagestore.Image, error) {
+	img, err := Image(opts)
 	if err != nil {
-		return "", err
+		return nil, err
 	}
-	kernel, err := os.ReadFile(filepath.Join(opts.KernelTree, "boot", "vmlinuz-"+version))
+	digest, err := img.Digest()
 	if err != nil {
-		return "", fmt.Errorf("test guest kernel: %w", err)
+		return nil, err
 	}
-	initrd, err := Initramfs(opts.KernelTree, version, opts.Busybox)
+	store, err := imagestore.New(imagestore.Config{Root: storeRoot})
 	if err != nil {
-		return "", err
+		return nil, err
 	}
-	dir := filepath.Join(convert.HostLayout{ImageStore: imageStore}.ImageFolder(Ref), "boot")
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return "", err
+	if have, err := store.Resolve(context.Background(), imagestore.Request{Reference: Ref, PullPolicy: k8sv1.PullNever}); err == nil && have.Digest == digest.String() {
+		return have, nil
 	}
-	for name, data := range map[string][]byte{"vmlinuz": kernel, "initrd.img": initrd} {
-		if err := installFile(filepath.Join(dir, name), data); err != nil {
-			return "", err
-		}
-	}
-	return Ref, nil
-}
-
-// installFile writes data to path through a temporary file and a rename,
-// unless path already holds data. Mode 0644: QEMU reads kernel and initrd.
-func installFile(path string, data []byte) error {
-	if old, err := os.ReadFile(path); err == nil && bytes.Equal(old, data) {
-		return nil
-	}
-	tmp, err := os.CreateTemp(filepath.Dir(path), ".tmp-"+filepath.Base(path)+"-*")
-	if err != nil {
-		return err
-	}
-	defer os.Remove(tmp.Name())
-	if _, err := tmp.Write(data); err != nil {
-		tmp.Close()
-		return err
-	}
-	if err := tmp.Chmod(0o644); err != nil {
-		tmp.Close()
-		return err
-	}
-	if err := tmp.Close(); err != nil {
-		return err
-	}
-	return os.Rename(tmp.Name(), path)
+	return ImportImage(storeRoot, Ref, img)
 }
 
 // Initramfs returns the guest's initramfs (an uncompressed newc cpio
