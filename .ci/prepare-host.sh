@@ -3,7 +3,8 @@
 # tests and examples: installs the packages of .ci/host-packages, gives
 # /dev/kvm the group and mode Debian's udev rule gives it, starts virtlogd
 # and libvirtd without systemd when they are not running, extracts Debian's
-# cloud kernel and builds the test guest into the default image store.
+# cloud kernel, and builds the test guest as an OCI image and imports it
+# into the default image store (as an air-gapped host imports an image).
 # Idempotent; reads no standard input; prints each step with its time.
 # Run from anywhere in the repository.
 set -euo pipefail
@@ -110,6 +111,6 @@ mkdir -p "$image_store" "$state_dir"
 chmod 0711 /var/lib/vmi2libvirt "$state_dir"
 chmod 0755 "$image_store"
 
-log "building the test guest into $image_store"
+log "building the test guest image and importing it into $image_store"
 (cd "$repo" && go run ./internal/testguest/cmd/testguest -store "$image_store" -kernel "$kernel_dir")
 log "done"

@@ -17,9 +17,10 @@ import (
 // Images: an image reference (e.g. "quay.io/x/cirros:1.0") maps to the
 // folder of the image's file system: Images[reference].Dir when Images has
 // the reference (the launcher fills Images with what the image store
-// resolved, package imagestore), else the older hand-filled layout
+// resolved, package imagestore, for every image a VMI names), else
 // ImageStore/<url.PathEscape(reference)>/ (a leading "." is escaped too, as
-// "%2E"). A containerDisk's disk is the file at the containerDisk's path in
+// "%2E"): a stable stand-in for conversions made without an image store
+// (examples/convert, golden files), or a folder filled by hand. A containerDisk's disk is the file at the containerDisk's path in
 // that folder, else at Images[reference].Disk, else disk.img; kernel-boot
 // files are at their kernelPath and initrdPath. The disk may be raw or qcow2.
 //
@@ -47,8 +48,8 @@ import (
 type HostLayout struct {
 	// StateDir holds one folder per VMI. Required.
 	StateDir string
-	// ImageStore holds containerDisk images and kernel-boot files of the
-	// references Images lacks, one folder per escaped reference.
+	// ImageStore is the image store's folder; the images of references
+	// Images lacks are taken from one folder per escaped reference there.
 	ImageStore string
 	// Images maps an image reference, as the VMI writes it, to the image
 	// resolved for it (see ImageFolder).

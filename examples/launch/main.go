@@ -33,6 +33,7 @@ import (
 	"github.com/vmi2libvirt/vmi2libvirt/api"
 	"github.com/vmi2libvirt/vmi2libvirt/convert"
 	"github.com/vmi2libvirt/vmi2libvirt/domain"
+	"github.com/vmi2libvirt/vmi2libvirt/imagestore"
 	"github.com/vmi2libvirt/vmi2libvirt/launcher"
 )
 
@@ -65,6 +66,14 @@ func main() {
 		Emulate: *emulate,
 		Layout:  convert.HostLayout{StateDir: *stateDir, ImageStore: *imageStore, HostDiskAllow: hostDiskAllow},
 		Logger:  logger(*verbose),
+	}
+	// A pull that lasts reports its progress on the terminal.
+	cfg.Images.Progress = func(p imagestore.Progress) {
+		state := "pulling"
+		if p.Finished {
+			state = "pulled"
+		}
+		fmt.Fprintf(os.Stderr, "%s %s: %.1f of %.1f MB\n", state, p.Image, float64(p.Done)/1e6, float64(p.Total)/1e6)
 	}
 	if *dryRun {
 		os.Exit(dryRunPlan(flag.Arg(0), cfg, *verbose))
