@@ -1,0 +1,71 @@
+package main
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/util/validation"
+)
+
+// defaultStateDir is launcher.DefaultStateDir; the agent takes it from the
+// launcher once it runs VMIs through it.
+const defaultStateDir = "/var/lib/vmi2libvirt/vmis"
+
+// config is what the command line says.
+type config struct {
+	Kubeconfig string     // kubeconfig file of the API server
+	Node       string     // this node's name: the VMIs labelled kubevirt.io/nodeName=Node are ours
+	Emulate    bool       // run guests under emulation (domain type qemu)
+	Claim      bool       // also bind unbound VMIs whose nodeSelector matches NodeLabels
+	NodeLabels labels.Set // this node's labels, for -claim
+	StateDir   string     // one state folder per VMI below it
+}
+
+// parseFlags reads the command line (without the program name). Errors name
+// the flag; -h prints the usage to stderr and returns flag.ErrHelp.
+func parseFlags(args []string, stderr io.Writer) (config, error) {
+	var cfg config
+	fs := flag.NewFlagSet("nodeagent", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.StringVar(&cfg.Kubeconfig, "kubeconfig", "", "kubeconfig `FILE` of the API server (required)")
+	fs.StringVar(&cfg.Node, "node", "", "this node's `NAME`: the agent runs the VMIs labelled kubevirt.io/nodeName=NAME (required)")
+	fs.BoolVar(&cfg.Emulate, "emulate", false, "run guests under emulation (domain type qemu) even where KVM is available")
+	fs.BoolVar(&cfg.Claim, "claim", false, "also bind unbound VMIs whose spec.nodeSelector matches -node-labels")
+	fs.Func("node-labels", "this node's labels, `k=v,...`, matched against a VMI's spec.nodeSelector with -claim", func(s string) error {
+		set, err := labels.ConvertSelectorToLabelsMap(s)
+		if err != nil {
+			return err
+		}
+		cfg.NodeLabels = set
+		return nil
+	})
+	fs.StringVar(&cfg.StateDir, "state-dir", defaultStateDir, "`DIR` holding one state folder per VMI")
+	fs.Usage = func() {
+		fmt.Fprintln(stderr, "usage: nodeagent -kubeconfig FILE -node NAME [-emulate] [-claim] [-node-labels k=v,...] [-state-dir DIR]")
+		fs.PrintDefaults()
+	}
+	if err := fs.Parse(args); err != nil {
+		return config{}, err
+	}
+	if fs.NArg() > 0 {
+		return config{}, fmt.Errorf("unexpected argument %q", fs.Arg(0))
+	}
+	if cfg.Kubeconfig == "" {
+		return config{}, errors.New("-kubeconfig: required")
+	}
+	if cfg.Node == "" {
+		return config{}, errors.New("-node: required")
+	}
+	// The node's name is a label value on each VMI it runs, and a node
+	// object's name: it must be both.
+	if errs := append(validation.IsDNS1123Subdomain(cfg.Node), validation.IsValidLabelValue(cfg.Node)...); len(errs) > 0 {
+		return config{}, fmt.Errorf("-node: invalid value %q: %s", cfg.Node, errs[0])
+	}
+	if cfg.StateDir == "" {
+		return config{}, errors.New("-state-dir: must not be empty")
+	}
+	return cfg, nil
+}

@@ -1,0 +1,228 @@
+// Package testcluster starts a real kube-apiserver and etcd for a test, with
+// KubeVirt's VirtualMachineInstance CRD installed, through controller-runtime's
+// envtest. The binaries are the ones .ci/kube/build.sh builds from their Go
+// modules into /var/cache/vmi2libvirt/kube/<version>/ (KUBEBUILDER_ASSETS
+// names another folder); the CRD is the committed examples/nodeagent/crd file.
+//
+// Without the binaries a test is skipped, or fails when the environment
+// variable CI is set, so CI never passes by skipping.
+package testcluster
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"k8s.io/client-go/rest"
+	"sigs.k8s.io/controller-runtime/pkg/envtest"
+
+	"github.com/vmi2libvirt/vmi2libvirt/examples/nodeagent/crd"
+)
+
+// DefaultCache is where .ci/kube/build.sh puts one folder per Kubernetes
+// version.
+const DefaultCache = "/var/cache/vmi2libvirt/kube"
+
+// Binaries are the three programs a Cluster runs or offers.
+var Binaries = []string{"kube-apiserver", "etcd", "kubectl"}
+
+// Cluster is a kube-apiserver and its etcd, started for one test and
+// stopped when it ends.
+type Cluster struct {
+	// Config reaches the API server as an administrator (group
+	// system:masters).
+	Config *rest.Config
+	// Kubeconfig is a kubeconfig file with the same identity, for programs
+	// started by the test (kubectl, the node agent).
+	Kubeconfig string
+	// KubectlPath is the kubectl built with the server.
+	KubectlPath string
+	// Env is the envtest environment, for tests that stop or restart the
+	// API server themselves.
+	Env *envtest.Environment
+
+	dir string // kubectl's cache, the logs
+}
+
+// Start starts a cluster for tb and registers its stop with tb.Cleanup. It
+// skips tb (fails it under CI) when the binaries are missing, and fails it
+// when the cluster does not start, with the tail of the servers' logs.
+func Start(tb testing.TB) *Cluster {
+	tb.Helper()
+	root, err := RepoRoot()
+	if err != nil {
+		tb.Fatal(err)
+	}
+	assets, err := Assets(root)
+	if err != nil {
+		if os.Getenv("CI") != "" {
+			tb.Fatalf("%v (CI is set: .ci/run builds them with .ci/kube/build.sh)", err)
+		}
+		tb.Skipf("%v; build them with: bash .ci/kube/build.sh", err)
+	}
+
+	dir := tb.TempDir()
+	apiLog, etcdLog := filepath.Join(dir, "kube-apiserver.log"), filepath.Join(dir, "etcd.log")
+	env, err := newEnvironment(root, assets, apiLog, etcdLog)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	began := time.Now()
+	cfg, err := env.Start()
+	// envtest's Start leaves the servers running when a later step fails
+	// (the CRD install, the admin user): stop them in every case.
+	tb.Cleanup(func() {
+		if err := env.Stop(); err != nil {
+			tb.Errorf("stopping the test cluster: %v", err)
+		}
+		closeLogs(env)
+	})
+	if err != nil {
+		tb.Fatalf("starting kube-apiserver and etcd from %s: %v\n%s", assets, err, logTails(apiLog, etcdLog))
+	}
+	tb.Logf("testcluster: kube-apiserver and etcd from %s ready, CRD installed, in %s", assets, time.Since(began).Round(time.Millisecond))
+
+	c := &Cluster{Config: cfg, KubectlPath: filepath.Join(assets, "kubectl"), Env: env, dir: dir}
+	c.Kubeconfig = filepath.Join(dir, "kubeconfig")
+	if err := os.WriteFile(c.Kubeconfig, env.KubeConfig, 0o600); err != nil {
+		tb.Fatal(err)
+	}
+	return c
+}
+
+// newEnvironment configures envtest with explicit binary paths (so neither
+// TEST_ASSET_* variables nor USE_EXISTING_CLUSTER can send a test elsewhere)
+// and the servers' output in log files.
+func newEnvironment(root, assets, apiLog, etcdLog string) (*envtest.Environment, error) {
+	existing := false
+	env := &envtest.Environment{
+		UseExistingCluster:    &existing,
+		BinaryAssetsDirectory: assets,
+		CRDDirectoryPaths:     []string{filepath.Join(root, "examples", "nodeagent", "crd", crd.File)},
+		ErrorIfCRDPathMissing: true,
+		// envtest's default of 20 s is short on a busy 2-core machine.
+		ControlPlaneStartTimeout: 2 * time.Minute,
+		ControlPlaneStopTimeout:  time.Minute,
+	}
+	api := env.ControlPlane.GetAPIServer()
+	api.Path = filepath.Join(assets, "kube-apiserver")
+	env.ControlPlane.KubectlPath = filepath.Join(assets, "kubectl")
+	env.ControlPlane.Etcd = &envtest.Etcd{Path: filepath.Join(assets, "etcd")}
+	var err error
+	if api.Out, err = os.Create(apiLog); err != nil {
+		return nil, err
+	}
+	api.Err = api.Out
+	if env.ControlPlane.Etcd.Out, err = os.Create(etcdLog); err != nil {
+		return nil, err
+	}
+	env.ControlPlane.Etcd.Err = env.ControlPlane.Etcd.Out
+	return env, nil
+}
+
+func closeLogs(env *envtest.Environment) {
+	for _, w := range []any{env.ControlPlane.GetAPIServer().Out, env.ControlPlane.Etcd.Out} {
+		if f, ok := w.(*os.File); ok {
+			f.Close()
+		}
+	}
+}
+
+// Kubectl runs the cluster's kubectl with its kubeconfig and args, and
+// returns what it printed on stdout and stderr; err is non-nil when it did
+// not exit 0 (an *exec.ExitError) or did not run.
+func (c *Cluster) Kubectl(ctx context.Context, args ...string) (stdout, stderr string, err error) {
+	full := append([]string{"--kubeconfig", c.Kubeconfig, "--cache-dir", filepath.Join(c.dir, "kubectl-cache")}, args...)
+	cmd := exec.CommandContext(ctx, c.KubectlPath, full...)
+	var out, errOut bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errOut
+	err = cmd.Run()
+	return out.String(), errOut.String(), err
+}
+
+// ErrNoBinaries is returned by Assets when a binary is missing.
+var ErrNoBinaries = errors.New("testcluster: kube-apiserver, etcd or kubectl not built")
+
+// Assets returns the folder holding the three binaries: KUBEBUILDER_ASSETS
+// when set, else DefaultCache/<version> with the k8s.io/kubernetes version
+// that root/.ci/kube/go.mod requires. It wraps ErrNoBinaries when one is
+// missing.
+func Assets(root string) (string, error) {
+	dir := os.Getenv("KUBEBUILDER_ASSETS")
+	if dir == "" {
+		version, err := KubernetesVersion(root)
+		if err != nil {
+			return "", err
+		}
+		dir = filepath.Join(DefaultCache, version)
+	}
+	for _, b := range Binaries {
+		if info, err := os.Stat(filepath.Join(dir, b)); err != nil || info.Mode()&0o111 == 0 {
+			return dir, fmt.Errorf("%w: no executable %s in %s", ErrNoBinaries, b, dir)
+		}
+	}
+	return dir, nil
+}
+
+// KubernetesVersion reads the k8s.io/kubernetes version .ci/kube/go.mod
+// requires (one `require k8s.io/kubernetes vX.Y.Z` line, as build.sh reads
+// it too).
+func KubernetesVersion(root string) (string, error) {
+	path := filepath.Join(root, ".ci", "kube", "go.mod")
+	f, err := os.Open(path)
+	if err != nil {
+		return "", err
+	}
+	defer f.Close()
+	s := bufio.NewScanner(f)
+	for s.Scan() {
+		if fields := strings.Fields(s.Text()); len(fields) == 3 && fields[0] == "require" && fields[1] == "k8s.io/kubernetes" {
+			return fields[2], nil
+		}
+	}
+	if err := s.Err(); err != nil {
+		return "", err
+	}
+	return "", fmt.Errorf("testcluster: %s has no line `require k8s.io/kubernetes VERSION`", path)
+}
+
+// RepoRoot finds the repository's root from the working directory (a test
+// runs in its package's folder): the nearest folder above with .ci/kube.
+func RepoRoot() (string, error) {
+	dir, err := os.Getwd()
+	if err != nil {
+		return "", err
+	}
+	for {
+		if _, err := os.Stat(filepath.Join(dir, ".ci", "kube", "go.mod")); err == nil {
+			return dir, nil
+		}
+		parent := filepath.Dir(dir)
+		if parent == dir {
+			return "", errors.New("testcluster: no folder above the working directory holds .ci/kube/go.mod")
+		}
+		dir = parent
+	}
+}
+
+// logTails returns the last lines of each log, for a failure message.
+func logTails(paths ...string) string {
+	var b strings.Builder
+	for _, p := range paths {
+		data, _ := os.ReadFile(p)
+		lines := strings.Split(strings.TrimRight(string(data), "\n"), "\n")
+		if len(lines) > 20 {
+			lines = lines[len(lines)-20:]
+		}
+		fmt.Fprintf(&b, "--- last lines of %s:\n%s\n", filepath.Base(p), strings.Join(lines, "\n"))
+	}
+	return b.String()
+}
