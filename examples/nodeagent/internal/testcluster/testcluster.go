@@ -57,6 +57,15 @@ type Cluster struct {
 // when the cluster does not start, with the tail of the servers' logs.
 func Start(tb testing.TB) *Cluster {
 	tb.Helper()
+	c, stop := start(tb)
+	tb.Cleanup(stop)
+	return c
+}
+
+// start starts a cluster and returns it with the function that stops it
+// (which reports to tb); on failure it has stopped what it started.
+func start(tb testing.TB) (*Cluster, func()) {
+	tb.Helper()
 	root, err := RepoRoot()
 	if err != nil {
 		tb.Fatal(err)
@@ -69,33 +78,41 @@ func Start(tb testing.TB) *Cluster {
 		tb.Skipf("%v; build them with: bash .ci/kube/build.sh", err)
 	}
 
-	dir := tb.TempDir()
-	apiLog, etcdLog := filepath.Join(dir, "kube-apiserver.log"), filepath.Join(dir, "etcd.log")
-	env, err := newEnvironment(root, assets, apiLog, etcdLog)
+	dir, err := os.MkdirTemp("", "testcluster-")
 	if err != nil {
 		tb.Fatal(err)
 	}
-	began := time.Now()
-	cfg, err := env.Start()
-	// envtest's Start leaves the servers running when a later step fails
-	// (the CRD install, the admin user): stop them in every case.
-	tb.Cleanup(func() {
+	apiLog, etcdLog := filepath.Join(dir, "kube-apiserver.log"), filepath.Join(dir, "etcd.log")
+	env, err := newEnvironment(root, assets, apiLog, etcdLog)
+	if err != nil {
+		os.RemoveAll(dir)
+		tb.Fatal(err)
+	}
+	stop := func() {
 		if err := env.Stop(); err != nil {
 			tb.Errorf("stopping the test cluster: %v", err)
 		}
 		closeLogs(env)
-	})
+		os.RemoveAll(dir)
+	}
+	began := time.Now()
+	cfg, err := env.Start()
 	if err != nil {
-		tb.Fatalf("starting kube-apiserver and etcd from %s: %v\n%s", assets, err, logTails(apiLog, etcdLog))
+		// envtest's Start leaves the servers running when a step after
+		// starting them fails (the CRD install, the admin user).
+		tails := logTails(apiLog, etcdLog)
+		stop()
+		tb.Fatalf("starting kube-apiserver and etcd from %s: %v\n%s", assets, err, tails)
 	}
 	tb.Logf("testcluster: kube-apiserver and etcd from %s ready, CRD installed, in %s", assets, time.Since(began).Round(time.Millisecond))
 
 	c := &Cluster{Config: cfg, KubectlPath: filepath.Join(assets, "kubectl"), Env: env, dir: dir}
 	c.Kubeconfig = filepath.Join(dir, "kubeconfig")
 	if err := os.WriteFile(c.Kubeconfig, env.KubeConfig, 0o600); err != nil {
+		stop()
 		tb.Fatal(err)
 	}
-	return c
+	return c, stop
 }
 
 // newEnvironment configures envtest with explicit binary paths (so neither
