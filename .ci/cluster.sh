@@ -103,6 +103,7 @@ certificates() {
 		rm -f ./*.csr ./*.ext ./*.srl
 		chmod 0600 ./*.key
 	)
+	chmod 0700 "$tmp"
 	rm -rf "$dir"
 	mv "$tmp" "$dir"
 }
@@ -180,7 +181,14 @@ $(tail -n 20 "$state/$name.log")"
 	# Server-side apply: idempotent, and the CRD is too large for the
 	# last-applied annotation of a client-side apply.
 	kubectl apply --server-side --force-conflicts -f "$crd" >&2
-	kubectl wait --for=condition=Established --timeout=120s crd/virtualmachineinstances.kubevirt.io >&2
+	# (kubectl wait fails outright while a new CRD has no conditions yet.)
+	began=$SECONDS
+	until [ "$(kubectl get crd virtualmachineinstances.kubevirt.io \
+		-o jsonpath='{.status.conditions[?(@.type=="Established")].status}')" = True ]; do
+		[ $((SECONDS - began)) -lt 120 ] || die "the VirtualMachineInstance CRD is not Established after 120s"
+		sleep 0.5
+	done
+	log "VirtualMachineInstance CRD established"
 
 	cat <<EOF
 

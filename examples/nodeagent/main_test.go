@@ -118,7 +118,7 @@ func TestAgentOnAPIServer(t *testing.T) {
 	t.Run("WatchesItsNodeAndStopsOnSIGTERM", func(t *testing.T) {
 		agent := startAgent(t, "-kubeconfig", c.Kubeconfig, "-node", "node-a", "-state-dir", t.TempDir())
 		line := agent.waitFor(ctx, t, "nodeagent: watching VMIs")
-		for _, want := range []string{"node=node-a", "selector=kubevirt.io/nodeName=node-a", "vmis=2"} {
+		for _, want := range []string{"node=node-a", `selector="kubevirt.io/nodeName=node-a"`, "vmis=2"} {
 			if !strings.Contains(line, want) {
 				t.Errorf("log line %q lacks %q", line, want)
 			}

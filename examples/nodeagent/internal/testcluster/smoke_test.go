@@ -69,8 +69,8 @@ func testCRDEstablished(ctx context.Context, t *testing.T, c *Cluster) {
 	}
 }
 
-// testKubectlGetVMI: the short name resolves through discovery and both
-// served versions answer.
+// testKubectlGetVMI: the short names resolve through discovery, both served
+// versions answer, and v1alpha3 with KubeVirt's deprecation warning.
 func testKubectlGetVMI(ctx context.Context, t *testing.T, c *Cluster) {
 	for _, args := range [][]string{
 		{"get", "vmi"},
@@ -85,6 +85,9 @@ func testKubectlGetVMI(ctx context.Context, t *testing.T, c *Cluster) {
 		want := "No resources found in default namespace.\n"
 		if slices.Contains(args, "--all-namespaces") {
 			want = "No resources found\n"
+		}
+		if strings.Contains(args[1], "v1alpha3") { // KubeVirt's deprecationWarning
+			want = "Warning: kubevirt.io/v1alpha3 is now deprecated and will be removed in a future release.\n" + want
 		}
 		if stdout != "" || stderr != want {
 			t.Errorf("kubectl %s printed stdout %q stderr %q, want stderr %q", strings.Join(args, " "), stdout, stderr, want)
@@ -252,5 +255,27 @@ func testMisspeltField(ctx context.Context, t *testing.T, c *Cluster) {
 	_, stderr, err = c.Kubectl(ctx, "get", "vmi", "misspelt")
 	if err == nil || !strings.Contains(stderr, `virtualmachineinstances.kubevirt.io "misspelt" not found`) {
 		t.Errorf("the refused VMI exists: err %v, stderr %q", err, stderr)
+	}
+}
+
+func TestNotIn(t *testing.T) {
+	file := map[string]any{"a": map[string]any{"b": "x", "c": []any{1.0, map[string]any{"d": true}}}}
+	cases := []struct {
+		name   string
+		stored any
+		want   []string
+	}{
+		{"same", map[string]any{"a": map[string]any{"b": "x", "c": []any{1.0, map[string]any{"d": true}}}}, nil},
+		{"more is fine", map[string]any{"a": map[string]any{"b": "x", "e": 2.0, "c": []any{1.0, map[string]any{"d": true, "f": ""}}}}, nil},
+		{"pruned", map[string]any{"a": map[string]any{"c": []any{1.0, map[string]any{}}}}, []string{"spec.a.b (x, stored <nil>)", "spec.a.c[1].d (true, stored <nil>)"}},
+		{"list changed", map[string]any{"a": map[string]any{"b": "x", "c": []any{1.0}}}, []string{"spec.a.c"}},
+		{"not an object", "a", []string{"spec"}},
+	}
+	for _, c := range cases {
+		got := notIn(file, c.stored, "spec")
+		slices.Sort(got)
+		if !slices.Equal(got, c.want) {
+			t.Errorf("%s: notIn = %q, want %q", c.name, got, c.want)
+		}
 	}
 }

@@ -71,11 +71,14 @@ func start(tb testing.TB) (*Cluster, func()) {
 		tb.Fatal(err)
 	}
 	assets, err := Assets(root)
-	if err != nil {
+	if errors.Is(err, ErrNoBinaries) {
 		if os.Getenv("CI") != "" {
 			tb.Fatalf("%v (CI is set: .ci/run builds them with .ci/kube/build.sh)", err)
 		}
 		tb.Skipf("%v; build them with: bash .ci/kube/build.sh", err)
+	}
+	if err != nil {
+		tb.Fatal(err)
 	}
 
 	dir, err := os.MkdirTemp("", "testcluster-")
@@ -190,8 +193,9 @@ func Assets(root string) (string, error) {
 }
 
 // KubernetesVersion reads the k8s.io/kubernetes version .ci/kube/go.mod
-// requires (one `require k8s.io/kubernetes vX.Y.Z` line, as build.sh reads
-// it too).
+// requires, from its one-line `require k8s.io/kubernetes vX.Y.Z` (followed
+// by `// indirect`, since only the tool directives use it), as build.sh reads
+// it too.
 func KubernetesVersion(root string) (string, error) {
 	path := filepath.Join(root, ".ci", "kube", "go.mod")
 	f, err := os.Open(path)
@@ -201,7 +205,7 @@ func KubernetesVersion(root string) (string, error) {
 	defer f.Close()
 	s := bufio.NewScanner(f)
 	for s.Scan() {
-		if fields := strings.Fields(s.Text()); len(fields) == 3 && fields[0] == "require" && fields[1] == "k8s.io/kubernetes" {
+		if fields := strings.Fields(s.Text()); len(fields) >= 3 && fields[0] == "require" && fields[1] == "k8s.io/kubernetes" {
 			return fields[2], nil
 		}
 	}
