@@ -7,8 +7,12 @@ import "testing"
 // established, then both stopped. Run it with a small -benchtime, e.g.
 // `go test -run XXX -bench StartStop -benchtime 3x ./internal/testcluster`.
 func BenchmarkStartStop(b *testing.B) {
+	root, err := RepoRoot()
+	if err != nil {
+		b.Fatal(err)
+	}
 	for b.Loop() {
-		_, stop := start(b)
+		_, stop := start(b, CRDPath(root))
 		stop()
 	}
 }

@@ -57,14 +57,25 @@ type Cluster struct {
 // when the cluster does not start, with the tail of the servers' logs.
 func Start(tb testing.TB) *Cluster {
 	tb.Helper()
-	c, stop := start(tb)
+	root, err := RepoRoot()
+	if err != nil {
+		tb.Fatal(err)
+	}
+	c, stop := start(tb, CRDPath(root))
 	tb.Cleanup(stop)
 	return c
 }
 
-// start starts a cluster and returns it with the function that stops it
-// (which reports to tb); on failure it has stopped what it started.
-func start(tb testing.TB) (*Cluster, func()) {
+// CRDPath is the committed VirtualMachineInstance CRD below the
+// repository's root.
+func CRDPath(root string) string {
+	return filepath.Join(root, "examples", "nodeagent", "crd", crd.File)
+}
+
+// start starts a cluster with the CRDs of crdPath (a file or a folder) and
+// returns it with the function that stops it (which reports to tb); when it
+// fails it has stopped what it started.
+func start(tb testing.TB, crdPath string) (*Cluster, func()) {
 	tb.Helper()
 	root, err := RepoRoot()
 	if err != nil {
@@ -86,7 +97,7 @@ func start(tb testing.TB) (*Cluster, func()) {
 		tb.Fatal(err)
 	}
 	apiLog, etcdLog := filepath.Join(dir, "kube-apiserver.log"), filepath.Join(dir, "etcd.log")
-	env, err := newEnvironment(root, assets, apiLog, etcdLog)
+	env, err := newEnvironment(assets, crdPath, apiLog, etcdLog)
 	if err != nil {
 		os.RemoveAll(dir)
 		tb.Fatal(err)
@@ -121,12 +132,12 @@ func start(tb testing.TB) (*Cluster, func()) {
 // newEnvironment configures envtest with explicit binary paths (so neither
 // TEST_ASSET_* variables nor USE_EXISTING_CLUSTER can send a test elsewhere)
 // and the servers' output in log files.
-func newEnvironment(root, assets, apiLog, etcdLog string) (*envtest.Environment, error) {
+func newEnvironment(assets, crdPath, apiLog, etcdLog string) (*envtest.Environment, error) {
 	existing := false
 	env := &envtest.Environment{
 		UseExistingCluster:    &existing,
 		BinaryAssetsDirectory: assets,
-		CRDDirectoryPaths:     []string{filepath.Join(root, "examples", "nodeagent", "crd", crd.File)},
+		CRDDirectoryPaths:     []string{crdPath},
 		ErrorIfCRDPathMissing: true,
 		// envtest's default of 20 s is short on a busy 2-core machine.
 		ControlPlaneStartTimeout: 2 * time.Minute,
