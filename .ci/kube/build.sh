@@ -19,6 +19,13 @@
 set -euo pipefail
 exec </dev/null
 
+# Go keeps its module cache under $HOME; Go from the official tarball lives
+# in /usr/local/go/bin, which a bare shell may not have on its PATH.
+export HOME="${HOME:-/root}"
+if ! command -v go >/dev/null && [ -x /usr/local/go/bin/go ]; then
+	export PATH="/usr/local/go/bin:$PATH"
+fi
+
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 cd "$here"
 

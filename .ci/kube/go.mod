@@ -1,6 +1,6 @@
 module github.com/vmi2libvirt/vmi2libvirt/ci/kube
 
-go 1.26.0
+go 1.24.0
 
 require k8s.io/kubernetes v1.34.2 // indirect
 
