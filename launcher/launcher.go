@@ -31,6 +31,8 @@ type Launcher struct {
 	cancel context.CancelFunc
 	wg     sync.WaitGroup
 	closed atomic.Bool
+	// closeMu orders the calls' wg.Add before Close's wg.Wait.
+	closeMu sync.RWMutex
 
 	// connMu guards the connections. Calls into libvirt hold it for
 	// reading (see do); replacing lost connections holds it for writing.
@@ -199,7 +201,10 @@ func (l *Launcher) Owner() string { return l.cfg.Owner }
 // Close stops watching, ends every Watch channel and closes the
 // connection. The domains keep running.
 func (l *Launcher) Close() error {
-	if !l.closed.CompareAndSwap(false, true) {
+	l.closeMu.Lock()
+	first := l.closed.CompareAndSwap(false, true)
+	l.closeMu.Unlock()
+	if !first {
 		return nil
 	}
 	l.cancel()
@@ -483,14 +488,18 @@ func (l *Launcher) stateFor(namespace, name string, uid types.UID) *vmiState {
 // and releases the lock when it returns. What it made stays consistent:
 // every step is idempotent and recorded in libvirt.
 func (l *Launcher) bounded(ctx context.Context, st *vmiState, work func(ctx context.Context) error) error {
-	if l.closed.Load() {
-		return ErrClosed
-	}
 	if err := st.acquire(ctx); err != nil {
 		return err
 	}
-	done := make(chan error, 1)
+	l.closeMu.RLock()
+	if l.closed.Load() {
+		l.closeMu.RUnlock()
+		st.release()
+		return ErrClosed
+	}
 	l.wg.Add(1)
+	l.closeMu.RUnlock()
+	done := make(chan error, 1)
 	go func() {
 		defer l.wg.Done()
 		defer st.release()
