@@ -24,7 +24,8 @@ image store. A domain that another launcher (--owner) owns is refused and left a
 		Args:              exactArgs(1, "NAME"),
 		ValidArgsFunction: completeNames(&lf, &vf),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			ctx := cmd.Context()
+			ctx, cancel := interruptible(cmd.Context())
+			defer cancel()
 			l, err := lf.open(ctx, cmd.ErrOrStderr(), false)
 			if err != nil {
 				return err

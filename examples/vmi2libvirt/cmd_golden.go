@@ -139,7 +139,11 @@ func reportFixtures(cmd *cobra.Command, out []fixtures.Outcome, verb string) err
 			parts = append(parts, fmt.Sprintf("%d %s", counts[s], s))
 		}
 	}
-	fmt.Fprintf(w, "golden %s: %d fixtures: %s\n", verb, len(out), strings.Join(parts, ", "))
+	noun := "fixtures"
+	if len(out) == 1 {
+		noun = "fixture"
+	}
+	fmt.Fprintf(w, "golden %s: %d %s: %s\n", verb, len(out), noun, strings.Join(parts, ", "))
 	return fail.err()
 }
 

@@ -8,6 +8,9 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"os"
+	"os/signal"
+	"syscall"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -58,6 +61,18 @@ func (f *launcherFlags) open(ctx context.Context, errOut io.Writer, emulate bool
 		return nil, launcherError(err)
 	}
 	return l, nil
+}
+
+// interruptible is ctx, ended by the first Ctrl-C (or SIGTERM) so that a
+// launcher's call returns and the launcher closes; a second one kills the
+// command.
+func interruptible(ctx context.Context) (context.Context, context.CancelFunc) {
+	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
+	go func() {
+		<-ctx.Done()
+		stop()
+	}()
+	return ctx, stop
 }
 
 // logger writes the launcher's warnings to w and, when verbose, each of

@@ -23,7 +23,8 @@ func newRunCommand() *cobra.Command {
 are pulled into the image store, its host files made in its state folder, its domain
 defined and started once, and its status printed as one line. The VMI keeps running
 after the command returns; status, stop and delete act on it by name. Running a
-VMI that runs already changes nothing.
+VMI that runs already changes nothing; one that ran to its end is not started
+again (delete it first).
 
 With --dry-run, print the domain XML the launcher would define on this host (its
 plan: this host's firmware, domain type, layout and the launcher's metadata) and
@@ -58,7 +59,8 @@ write nothing.`,
 			case cmd.Flags().Changed("namespace") && vmi.Namespace != namespace:
 				return usageErrorf("-n %s, but %s says namespace %s", namespace, doc.where(doc.line), vmi.Namespace)
 			}
-			ctx := cmd.Context()
+			ctx, cancel := interruptible(cmd.Context())
+			defer cancel()
 			l, err := lf.open(ctx, cmd.ErrOrStderr(), emulate)
 			if err != nil {
 				return err

@@ -37,7 +37,8 @@ the guest OS (where the guest agent answers) and the machine type.
 			if format != formatText && format != formatJSON {
 				return usageErrorf("-o %q: want %s or %s", format, formatText, formatJSON)
 			}
-			ctx := cmd.Context()
+			ctx, cancel := interruptible(cmd.Context())
+			defer cancel()
 			l, err := lf.open(ctx, cmd.ErrOrStderr(), false)
 			if err != nil {
 				return err

@@ -23,12 +23,17 @@ func newStopCommand() *cobra.Command {
 with the ACPI power button, as KubeVirt does — and wait until it has powered off.
 A guest still running when the VMI's terminationGracePeriodSeconds are over is
 destroyed (the VMI then ends Failed, as in KubeVirt). The domain stays defined,
-with its final status; delete removes it. A VMI already off is no error.`,
+with its final status; delete removes it. A VMI already off is no error.
+
+Interrupted (Ctrl-C), the shutdown goes on in the guest and its deadline is kept
+in the domain: stop again waits for it, and destroys the guest if the deadline
+has passed.`,
 		Example:           `  vmi2libvirt stop tiny && vmi2libvirt delete tiny`,
 		Args:              exactArgs(1, "NAME"),
 		ValidArgsFunction: completeNames(&lf, &vf),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			ctx := cmd.Context()
+			ctx, cancel := interruptible(cmd.Context())
+			defer cancel()
 			l, err := lf.open(ctx, cmd.ErrOrStderr(), false)
 			if err != nil {
 				return err

@@ -35,7 +35,7 @@ func TestGoldenCheckFresh(t *testing.T) {
 		t.Errorf("stdout %q, want %q; stderr:\n%s", r.stdout, want, r.stderr)
 	}
 	r = expect(t, exitOK, "", "golden", "check", filepath.Join(golden, "basic-minimal"))
-	if r.stdout != "golden check: 1 fixtures: 1 fresh\n" {
+	if r.stdout != "golden check: 1 fixture: 1 fresh\n" {
 		t.Errorf("one case: %q", r.stdout)
 	}
 }

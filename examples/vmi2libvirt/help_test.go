@@ -49,6 +49,7 @@ func TestUsageErrors(t *testing.T) {
 		want string
 	}{
 		{[]string{"frobnicate"}, `error: unknown command "frobnicate" for "vmi2libvirt"`},
+		{[]string{"convrt"}, `error: unknown command "convrt" for "vmi2libvirt" Did you mean this? convert` + "\nRun 'vmi2libvirt --help' for usage."},
 		{[]string{"validate", "--nope"}, "error: unknown flag: --nope\nRun 'vmi2libvirt validate --help' for usage."},
 		{[]string{"diff", "a"}, "error: vmi2libvirt diff takes A B, got 1 argument(s)\nRun 'vmi2libvirt diff --help' for usage."},
 		{[]string{"golden", "check", "a", "b"}, "error: vmi2libvirt golden check takes DIR, got 2 argument(s)"},

@@ -211,3 +211,65 @@ spec:
 		t.Errorf("stderr:\n%s", r.stderr)
 	}
 }
+
+// TestStopDeadline: a guest that ignores the power button is destroyed when
+// its grace period ends (Failed, as in KubeVirt); a stop interrupted by
+// Ctrl-C exits 3 and leaves the guest running with its shutdown pending,
+// and the next stop finishes it.
+func TestStopDeadline(t *testing.T) {
+	hosttest.Libvirt(t, launcher.DefaultURI)
+	hosttest.LockLibvirt(t, false)
+	if _, err := testguest.Install(launcher.DefaultImageStore, testguest.Options{}); err != nil {
+		hosttest.Missing(t, "test guest cannot be built: %v", err)
+	}
+	id := strconv.Itoa(os.Getpid())
+	name := "cli-deadline-" + id
+	stateDir := "/var/lib/vmi2libvirt/e2e-cli-deadline-" + id
+	flags := []string{"--owner", "cli-deadline-" + id, "--state-dir", stateDir}
+	tiny := sample(t, "../vmis/vmi-tiny.yaml")
+	for old, new := range map[string]string{
+		"name: tiny":                        "name: " + name,
+		"testguest.action=acpi":             "testguest.action=ignore",
+		"terminationGracePeriodSeconds: 30": "terminationGracePeriodSeconds: 8",
+	} {
+		if !strings.Contains(tiny, old) {
+			t.Fatalf("vmi-tiny.yaml lacks %q", old)
+		}
+		tiny = strings.Replace(tiny, old, new, 1)
+	}
+	t.Cleanup(func() {
+		_ = exec.Command(binary, append([]string{"delete", name}, flags...)...).Run()
+		_ = os.RemoveAll(stateDir)
+	})
+	expect(t, exitOK, tiny, append([]string{"run", "--emulate", "-"}, flags...)...)
+	serial := filepath.Join(stateDir, "default_"+name, "serial0.log")
+	for deadline := time.Now().Add(3 * time.Minute); ; time.Sleep(200 * time.Millisecond) {
+		if b, _ := os.ReadFile(serial); strings.Contains(string(b), "testguest: ignoring ACPI") {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the guest did not boot; serial log:\n%s", sample(t, serial))
+		}
+	}
+
+	stop := exec.Command(binary, append([]string{"stop", name}, flags...)...)
+	var stderr strings.Builder
+	stop.Stderr = &stderr
+	if err := stop.Start(); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(time.Second)
+	if err := stop.Process.Signal(os.Interrupt); err != nil {
+		t.Fatal(err)
+	}
+	if err := stop.Wait(); stop.ProcessState.ExitCode() != exitHost || !strings.Contains(stderr.String(), "error: interrupted: context canceled") {
+		t.Errorf("interrupted stop: %v\n%s", err, stderr.String())
+	}
+	if st := statusJSON(t, append([]string{name}, flags...)...); st.Phase != v1.Running {
+		t.Errorf("after the interrupted stop: phase %s, want Running", st.Phase)
+	}
+	r := expect(t, exitOK, "", append([]string{"stop", name}, flags...)...)
+	if !strings.HasPrefix(r.stdout, "default/"+name+" phase=Failed ") {
+		t.Errorf("stop of a guest that ignores the power button printed %q", r.stdout)
+	}
+}

@@ -89,7 +89,14 @@ func fieldMessage(stage string, fe *field.Error) string {
 	return strings.TrimPrefix(msg, fe.Field+": ")
 }
 
-// oneLine folds a message onto one line.
+// oneLine folds a message onto one line: its lines, trimmed, blank ones
+// dropped, joined by spaces.
 func oneLine(s string) string {
-	return strings.ReplaceAll(strings.TrimRight(s, "\n"), "\n", " ")
+	var parts []string
+	for _, line := range strings.Split(s, "\n") {
+		if line = strings.TrimSpace(line); line != "" {
+			parts = append(parts, line)
+		}
+	}
+	return strings.Join(parts, " ")
 }
