@@ -56,10 +56,11 @@ func newGoldenCheckCommand() *cobra.Command {
 	return &cobra.Command{
 		Use:   "check DIR",
 		Short: "Fail when a fixture's domain.xml or error.txt is not what its VMI produces now",
-		Long: `Convert every case's vmi.yaml (with its options.yaml) and compare the result with
-its domain.xml, or the message it is refused with with its error.txt. Each stale or
-broken case is printed on standard output with what differs — field by field for
-a domain — and as an error line on standard error; the exit status is then 1.
+		Long: `Convert every case's vmi.yaml (with its options.yaml) and compare the domain with
+its domain.xml or, for a VMI that is refused, the message with its error.txt. Each
+stale or broken case is printed on standard output with what differs — field by
+field for a domain — and as an error line on standard error; the exit status is
+then 1.
 
 ` + goldenLayout,
 		Example: `  vmi2libvirt golden check testdata/domains`,

@@ -93,7 +93,7 @@ func (f *failures) add(where string, err error) {
 	f.code = max(f.code, codeOf(err))
 }
 
-// problems prints each problem of a document and keeps exitInvalid.
+// problems prints each problem of a document and keeps code.
 func (f *failures) problems(ps []problem, code int) {
 	for _, p := range ps {
 		errorLine(f.w, "", p.String())
