@@ -3,11 +3,16 @@ module github.com/vmi2libvirt/vmi2libvirt
 go 1.25.0
 
 require (
+	github.com/spf13/cobra v1.10.2
+	github.com/spf13/pflag v1.0.10
+	go.yaml.in/yaml/v3 v3.0.4
 	k8s.io/apimachinery v0.34.3
 	kubevirt.io/api v1.8.0
 	libvirt.org/go/libvirtxml v1.12008.0
 	sigs.k8s.io/yaml v1.6.0
 )
+
+require github.com/inconshreveable/mousetrap v1.1.0 // indirect
 
 require (
 	github.com/docker/cli v29.7.2+incompatible // indirect

@@ -1,0 +1,14 @@
+//go:build cgo
+
+package main
+
+import "github.com/spf13/cobra"
+
+// libvirtCommands are the subcommands that drive libvirt through package
+// launcher (cgo).
+func libvirtCommands() []*cobra.Command {
+	return []*cobra.Command{newRunCommand(), newStatusCommand(), newStopCommand(), newDeleteCommand()}
+}
+
+// withoutCgo is empty: this build has every subcommand.
+func withoutCgo(string) string { return "" }
