@@ -9,6 +9,8 @@ require (
 	sigs.k8s.io/yaml v1.6.0
 )
 
+require github.com/coder/websocket v1.8.15
+
 require (
 	github.com/docker/cli v29.7.2+incompatible // indirect
 	github.com/docker/docker-credential-helpers v0.9.3 // indirect
