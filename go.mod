@@ -3,13 +3,13 @@ module github.com/vmi2libvirt/vmi2libvirt
 go 1.25.0
 
 require (
+	github.com/coder/websocket v1.8.15
+	golang.org/x/term v0.38.0
 	k8s.io/apimachinery v0.34.3
 	kubevirt.io/api v1.8.0
 	libvirt.org/go/libvirtxml v1.12008.0
 	sigs.k8s.io/yaml v1.6.0
 )
-
-require github.com/coder/websocket v1.8.15
 
 require (
 	github.com/docker/cli v29.7.2+incompatible // indirect
