@@ -206,7 +206,7 @@ func TestE2EConsole(t *testing.T) {
 	at = out.waitFor(t, testguest.ShellMarker, at, time.Minute)
 	at = out.waitFor(t, "# ", at, time.Minute)
 	typeLine(t, first, "echo console-$((6*7))")
-	at = out.waitFor(t, "\nconsole-42", at, time.Minute)
+	out.waitFor(t, "\nconsole-42", at, time.Minute)
 	e.waitLine(t, vmi, "\nconsole-42", 10*time.Second)
 
 	// A second attachment is refused; forced, it takes the console over.
