@@ -47,7 +47,9 @@ type ConsoleOptions struct {
 // on the console. It closes when ctx ends (Read and Write then return an
 // error wrapping ctx's), when Close is called, or when the guest's QEMU
 // exits (Read returns io.EOF). The VMI keeps running when it closes. Only
-// the VMI's namespace and name are used.
+// the VMI's namespace and name are used. The stream does not depend on the
+// launcher's libvirt connection: it stays open across reconnections and
+// Close.
 //
 // The console has one attachment at a time, host-wide: a second Console
 // call, from this process or another, gets ErrConsoleBusy; within one
@@ -64,7 +66,8 @@ type ConsoleOptions struct {
 // lock file beside it (SOCKET.lock, with the holder's process ID) while
 // attached, so that a second attachment fails at once rather than waits
 // unseen in the socket's queue. A program that connects to the socket
-// without the lock does wait there.
+// without the lock does wait there. So Console, like Sync, needs the
+// launcher's process on the VMI's host, with access to its state folder.
 //
 // Errors: ErrNoDomain, a *ConflictError (ErrConflict) for a domain this
 // launcher does not own, ErrNotRunning, ErrConsoleBusy, an *InvalidError

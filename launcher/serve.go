@@ -45,8 +45,9 @@ type StreamServer struct {
 	// reach the VMI.
 	OriginPatterns []string
 
-	// Logger receives a line for each client that connects, is refused,
-	// or leaves; nil is silent.
+	// Logger receives a line for each client that connects or leaves
+	// (Info) and each one refused (Warn: its stream could not be opened,
+	// or a WebSocket's handshake or origin was refused); nil is silent.
 	Logger *slog.Logger
 }
 
@@ -102,13 +103,13 @@ func (s *StreamServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		OriginPatterns: s.OriginPatterns,
 	})
 	if err != nil {
-		s.log().Info("WebSocket refused", "client", r.RemoteAddr, "err", err)
+		s.log().Warn("WebSocket refused", "client", r.RemoteAddr, "err", err)
 		return // Accept answered the request
 	}
 	ctx := r.Context()
 	stream, err := s.Open(ctx)
 	if err != nil {
-		s.log().Info("client refused: stream not opened", "client", r.RemoteAddr, "err", err)
+		s.log().Warn("client refused: stream not opened", "client", r.RemoteAddr, "err", err)
 		reason := err.Error()
 		if len(reason) > 120 { // a close frame's reason is at most 123 bytes
 			reason = reason[:120]
@@ -143,7 +144,7 @@ func (s *StreamServer) join(ctx context.Context, client io.ReadWriteCloser, who 
 	defer cancel()
 	stream, err := s.Open(ctx)
 	if err != nil {
-		s.log().Info("client refused: stream not opened", "client", who, "err", err)
+		s.log().Warn("client refused: stream not opened", "client", who, "err", err)
 		_ = client.Close()
 		return
 	}

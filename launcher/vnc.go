@@ -34,8 +34,9 @@ import (
 //
 // The connection is one end of a socket pair whose other end libvirt hands
 // to QEMU (virDomainOpenGraphicsFD), so the libvirt connection must be
-// local (a unix socket: qemu:///system). It does not depend on the
-// launcher's connection afterwards.
+// local (a unix socket: qemu:///system). The stream does not depend on the
+// launcher's connection afterwards: it stays open across reconnections and
+// Close.
 //
 // Errors: ErrNoDomain, a *ConflictError (ErrConflict) for a domain this
 // launcher does not own, ErrNotRunning, an *InvalidError (ErrInvalid)

@@ -175,7 +175,7 @@ func run(file string, cfg launcher.Config, opts runOptions) int {
 	// Serve the VNC display from now until the VMI is gone.
 	serving, stopServing := context.WithCancel(context.Background())
 	defer stopServing()
-	vncDone, err := serveVNC(serving, l, vmi, opts.vnc)
+	vncDone, err := serveVNC(serving, l, vmi, opts.vnc, cfg.Logger)
 	if err != nil {
 		return fail(err)
 	}

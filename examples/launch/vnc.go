@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"log/slog"
 	"net"
 	"os"
 
@@ -34,9 +35,9 @@ func listenLoopback(flagName, addr string) (net.Listener, error) {
 
 // serveVNC serves the VMI's VNC display as the flags say, until ctx ends:
 // every client gets a connection of its own to QEMU's VNC server (see
-// launcher.VNC). It returns once the listeners are open; done is closed
-// when serving has ended.
-func serveVNC(ctx context.Context, l *launcher.Launcher, vmi *v1.VirtualMachineInstance, f vncFlags) (done <-chan struct{}, err error) {
+// launcher.VNC); refused clients are logged to log. It returns once the
+// listeners are open; done is closed when serving has ended.
+func serveVNC(ctx context.Context, l *launcher.Launcher, vmi *v1.VirtualMachineInstance, f vncFlags, log *slog.Logger) (done <-chan struct{}, err error) {
 	finished := make(chan struct{})
 	if f.tcp == "" && f.ws == "" {
 		close(finished)
@@ -59,6 +60,7 @@ func serveVNC(ctx context.Context, l *launcher.Launcher, vmi *v1.VirtualMachineI
 	srv := &launcher.StreamServer{
 		Open:           func(ctx context.Context) (io.ReadWriteCloser, error) { return l.VNC(ctx, vmi) },
 		OriginPatterns: f.origins,
+		Logger:         log, // a refused client is a warning
 	}
 	key := vmi.Namespace + "/" + vmi.Name
 	waiting := 0
