@@ -155,10 +155,11 @@ func run(file string, cfg launcher.Config, opts runOptions) int {
 	running := make(chan struct{}) // closed once the VMI runs, or ended
 	printed := make(chan struct{})
 	status := &statusPrinter{}
+	events := l.Watch(watchCtx) // before Sync, so that no status is missed
 	go func() {
 		defer close(printed)
 		wasRunning := false
-		for ev := range l.Watch(watchCtx) {
+		for ev := range events {
 			status.print(statusLine(ev.Status))
 			end := domain.IsFinal(ev.Status.Phase)
 			if !wasRunning && (ev.Status.Phase == v1.Running || end) {
