@@ -11,6 +11,7 @@ import (
 	"strings"
 	"sync"
 	"syscall"
+	"time"
 
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	v1 "kubevirt.io/api/core/v1"
@@ -161,8 +162,7 @@ func attachConsole(ctx context.Context, socket, what string, force bool) (*strea
 	if err := lock.Truncate(0); err == nil {
 		_, _ = lock.WriteAt([]byte(strconv.Itoa(os.Getpid())+"\n"), 0)
 	}
-	var d net.Dialer
-	conn, err := d.DialContext(ctx, "unix", socket)
+	conn, err := dialConsole(ctx, socket)
 	if err != nil {
 		lock.Close()
 		return nil, fmt.Errorf("launcher: %s: %w", what, err)
@@ -181,6 +181,33 @@ func attachConsole(ctx context.Context, socket, what string, force bool) (*strea
 	consoles.mu.Unlock()
 	s.bind(ctx)
 	return s, nil
+}
+
+// consoleDialRetry bounds how long dialConsole retries a socket whose
+// queue is full, and how often.
+const (
+	consoleDialRetry  = 5 * time.Second
+	consoleDialPeriod = 10 * time.Millisecond
+)
+
+// dialConsole connects to a serial socket. QEMU listens there with a
+// queue of one and takes the next client only once it has seen the last
+// one leave: right after a detach the queue may be full (EAGAIN), and
+// dialConsole tries again, for a few seconds at most.
+func dialConsole(ctx context.Context, socket string) (net.Conn, error) {
+	var d net.Dialer
+	deadline := time.Now().Add(consoleDialRetry)
+	for {
+		conn, err := d.DialContext(ctx, "unix", socket)
+		if err == nil || !errors.Is(err, syscall.EAGAIN) || time.Now().After(deadline) {
+			return conn, err
+		}
+		select {
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		case <-time.After(consoleDialPeriod):
+		}
+	}
 }
 
 // lockHolder names the process that holds a console's lock, from the ID

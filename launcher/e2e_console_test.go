@@ -37,7 +37,7 @@ const consoleNamespace = "vmi2libvirt-console"
 
 // newConsoleEnv is newEnv with an image store of the test's own, holding
 // the test guest as this tree builds it.
-func newConsoleEnv(t *testing.T) *env {
+func newConsoleEnv(t testing.TB) *env {
 	t.Helper()
 	var store string
 	e := newEnvWith(t, func(cfg *launcher.Config) {
@@ -61,7 +61,7 @@ func newConsoleEnv(t *testing.T) *env {
 // consoleVMI is a test guest VMI of the console namespace that starts
 // paused (so that nothing it prints is missed), with extra devices lines
 // (indented 6) when not empty.
-func consoleVMI(t *testing.T, base, devices string) *v1.VirtualMachineInstance {
+func consoleVMI(t testing.TB, base, devices string) *v1.VirtualMachineInstance {
 	if devices == "" {
 		devices = "      {}"
 	}
@@ -168,7 +168,8 @@ func typeLine(t *testing.T, w io.Writer, line string) {
 // (ErrConsoleBusy) unless forced, and a forced one takes the console over
 // (the first stream ends with ErrTakenOver, and no byte is read twice); a
 // lock held by another process cannot be forced; closing the stream
-// leaves the VMI Running and a new attachment answers; a cancelled
+// leaves the VMI Running, attachments in quick succession all succeed, and
+// a new attachment answers; a cancelled
 // context closes the stream; the guest powering off ends the stream with
 // io.EOF, and a VMI that is not running is ErrNotRunning.
 func TestE2EConsole(t *testing.T) {
@@ -238,6 +239,15 @@ func TestE2EConsole(t *testing.T) {
 	}
 	if st, err := e.l.Status(ctx, vmi); err != nil || st.Phase != v1.Running {
 		t.Errorf("after detaching: phase %s (%v), want Running", st.Phase, err)
+	}
+	// Attaching and detaching in a row: QEMU takes the next client only
+	// once it has seen the last one leave, and its queue holds one.
+	for i := range 10 {
+		c, err := e.l.Console(ctx, vmi, launcher.ConsoleOptions{})
+		if err != nil {
+			t.Fatalf("attachment %d in a row: %v", i, err)
+		}
+		c.Close()
 	}
 	third, err := e.l.Console(ctx, vmi, launcher.ConsoleOptions{})
 	if err != nil {
