@@ -153,6 +153,9 @@ func Framebuffer(rw io.ReadWriter, si ServerInit) ([]Rect, error) {
 				if enc := int32(binary.BigEndian.Uint32(rh[8:])); enc != 0 {
 					return rects, fmt.Errorf("rfb: rectangle in encoding %d, asked for raw (0)", enc)
 				}
+				if int(r.X)+int(r.Width) > int(si.Width) || int(r.Y)+int(r.Height) > int(si.Height) {
+					return rects, fmt.Errorf("rfb: rectangle %dx%d at %d,%d outside the %dx%d framebuffer", r.Width, r.Height, r.X, r.Y, si.Width, si.Height)
+				}
 				r.Pixels = make([]byte, int(r.Width)*int(r.Height)*bpp)
 				if _, err := io.ReadFull(rw, r.Pixels); err != nil {
 					return rects, fmt.Errorf("rfb: read pixels: %w", err)
