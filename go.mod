@@ -3,9 +3,11 @@ module github.com/vmi2libvirt/vmi2libvirt
 go 1.25.0
 
 require (
+	github.com/coder/websocket v1.8.15
 	github.com/spf13/cobra v1.10.2
 	github.com/spf13/pflag v1.0.10
 	go.yaml.in/yaml/v3 v3.0.4
+	golang.org/x/term v0.38.0
 	k8s.io/apimachinery v0.34.3
 	kubevirt.io/api v1.8.0
 	libvirt.org/go/libvirtxml v1.12008.0

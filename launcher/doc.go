@@ -50,6 +50,28 @@
 // makes the launcher re-read the domain, and Watch delivers the status when
 // it changed.
 //
+// # Console and VNC
+//
+// Console and VNC open a running VMI's serial console and VNC display as
+// io.ReadWriteClosers bound to a context, what KubeVirt's virtctl console
+// and virtctl vnc reach. The console has one attachment at a time,
+// host-wide: a second one gets ErrConsoleBusy, unless it is made in the
+// same process with ConsoleOptions.Force, which takes the console over as
+// virsh console --force does; QEMU keeps writing the serial log meanwhile.
+// VNC streams are independent: QEMU's VNC server shares its display among
+// them (a client asking for exclusive access disconnects the others). A
+// VMI whose spec turned the device off (autoattachSerialConsole or
+// autoattachGraphicsDevice false) gets an *InvalidError naming that field.
+// StreamServer serves either stream to network clients, one stream per
+// client, on a listener (a TCP port for VNC viewers) or as a WebSocket
+// (noVNC):
+//
+//	srv := &launcher.StreamServer{Open: func(ctx context.Context) (io.ReadWriteCloser, error) {
+//		return l.VNC(ctx, vmi)
+//	}}
+//	ln, err := net.Listen("tcp", "127.0.0.1:5900")
+//	err = srv.Serve(ctx, ln) // until ctx ends
+//
 // # Errors
 //
 // A reconciler acts on four classes, reachable with errors.Is and no cgo
@@ -57,6 +79,8 @@
 // the VMI), ErrHostNotReady (retry later: a *HostError naming the VMI's
 // field, or a *LibvirtError), ErrUnavailable (transient: libvirt cannot be
 // reached), ErrConflict (a *ConflictError: the domain is another's).
+// Beside the classes, ErrNoDomain, ErrNotRunning and ErrConsoleBusy say
+// that a VMI is not (yet) in the state a call needs.
 //
 // # Connections
 //

@@ -4,9 +4,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"log"
+	"net"
 	"os"
+	"time"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	v1 "kubevirt.io/api/core/v1"
 
 	"github.com/vmi2libvirt/vmi2libvirt/api"
@@ -108,4 +112,60 @@ func ExampleLauncher_List() {
 			}
 		}
 	}
+}
+
+// Attach to a running VMI's serial console, type a command and read the
+// answer, then detach: the VMI keeps running. (Compiled, not run.)
+func ExampleLauncher_Console() {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel() // closes the console too
+	l, err := launcher.New(ctx, launcher.Config{Owner: "node01"})
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer l.Close()
+	vmi := &v1.VirtualMachineInstance{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "tiny"}}
+
+	console, err := l.Console(ctx, vmi, launcher.ConsoleOptions{})
+	switch {
+	case errors.Is(err, launcher.ErrConsoleBusy):
+		log.Fatal("someone else is attached: ", err)
+	case err != nil:
+		log.Fatal(err)
+	}
+	defer console.Close() // detaches
+	if _, err := io.WriteString(console, "uname -r\n"); err != nil {
+		log.Fatal(err)
+	}
+	buf := make([]byte, 4096)
+	n, err := console.Read(buf)
+	fmt.Printf("%q %v\n", buf[:n], err)
+}
+
+// Serve a VMI's VNC display on a loopback port for any VNC viewer, and as
+// a WebSocket for noVNC, until ctx ends. (Compiled, not run.)
+func ExampleStreamServer() {
+	ctx := context.Background()
+	l, err := launcher.New(ctx, launcher.Config{Owner: "node01"})
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer l.Close()
+	vmi := &v1.VirtualMachineInstance{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "tiny"}}
+
+	srv := &launcher.StreamServer{
+		Open: func(ctx context.Context) (io.ReadWriteCloser, error) { return l.VNC(ctx, vmi) },
+		// noVNC's page is served from localhost:6080.
+		OriginPatterns: []string{"localhost:6080"},
+	}
+	vnc, err := net.Listen("tcp", "127.0.0.1:5900")
+	if err != nil {
+		log.Fatal(err)
+	}
+	ws, err := net.Listen("tcp", "127.0.0.1:5901")
+	if err != nil {
+		log.Fatal(err)
+	}
+	go func() { log.Print(srv.ServeWebSocket(ctx, ws)) }()
+	log.Print(srv.Serve(ctx, vnc))
 }

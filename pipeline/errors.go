@@ -23,7 +23,8 @@ type InvalidError struct {
 	Kind string
 	// Stage is where the input was refused: "decode", "validate" or
 	// "convert" (the launcher adds "artifacts", for what it cannot make on
-	// the host for the VMI as it is).
+	// the host for the VMI as it is, and "console" and "vnc", for a VMI
+	// without the device a stream needs).
 	Stage string
 	// Errors are the problems at a field path, with the paths of the
 	// document. It is empty for a document that is not one VMI or VM at

@@ -1,7 +1,8 @@
 // Command launch runs one KubeVirt VMI on libvirt and prints each change of
 // its status as one line until it ends or is interrupted.
 //
-//	go run ./examples/launch [-uri qemu:///system] [-emulate] [-dry-run] [-keep] [-state-dir DIR] [-v] FILE
+//	go run ./examples/launch [-uri qemu:///system] [-emulate] [-dry-run] [-keep] [-state-dir DIR] [-v]
+//	    [-console] [-vnc 127.0.0.1:PORT] [-vnc-ws 127.0.0.1:PORT [-vnc-origin HOST:PORT]...] FILE
 //
 // With -dry-run it prints the domain XML the launcher would define on this
 // host (the launcher's Plan: the host's OVMF files, domain type, layout
@@ -14,6 +15,22 @@
 // after spec.terminationGracePeriodSeconds — and prints the final phase.
 // When the VMI has ended, its domain and state folder are deleted (unless
 // -keep). The exit status is 0 when the VMI Succeeded, 1 otherwise.
+//
+// With -console the terminal is attached to the VMI's serial console once
+// it runs, as virsh console and virtctl console attach it: raw mode, every
+// key goes to the guest (Ctrl-C too), and Ctrl-] detaches. The VMI keeps
+// running after the detach: launch goes on supervising it as without
+// -console — it prints the status lines held back while attached and the
+// ones that follow, and Ctrl-C then stops the VMI gracefully. The console
+// has one attachment at a time (launcher.Console): while another program
+// holds it, launch says so and runs on without it.
+//
+// -vnc ADDR serves the VMI's VNC display on a TCP port, for any VNC viewer,
+// and -vnc-ws ADDR as a WebSocket, for noVNC (pages of other origins than
+// ADDR itself need -vnc-origin HOST:PORT). Each client gets a connection
+// of its own to QEMU's VNC server, from the moment the VMI runs until it
+// ends. The display has no password: ADDR must be a loopback address, and
+// port 0 picks a free port; the address is printed on stderr.
 package main
 
 import (
@@ -24,6 +41,7 @@ import (
 	"os"
 	"os/signal"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 
@@ -51,8 +69,16 @@ func main() {
 	dryRun := flag.Bool("dry-run", false, "print the domain XML the launcher would define on this host, and write nothing")
 	owner := flag.String("owner", "", "the launcher's owner name recorded in its domains (default: the host's name)")
 	verbose := flag.Bool("v", false, "log each of the launcher's steps to stderr, with its time (warnings are always printed)")
+	var opts runOptions
+	flag.BoolVar(&opts.console, "console", false, "attach the terminal to the VMI's serial console once it runs; Ctrl-] detaches, the VMI keeps running")
+	flag.StringVar(&opts.vnc.tcp, "vnc", "", "serve the VMI's VNC display on this loopback `host:port` (port 0: any free one)")
+	flag.StringVar(&opts.vnc.ws, "vnc-ws", "", "serve the VMI's VNC display as a WebSocket (noVNC) on this loopback `host:port`")
+	flag.Func("vnc-origin", "a web origin `host:port` (path.Match pattern) whose pages may open the -vnc-ws WebSocket; repeat for more", func(o string) error {
+		opts.vnc.origins = append(opts.vnc.origins, o)
+		return nil
+	})
 	flag.Usage = func() {
-		fmt.Fprintln(os.Stderr, "usage: launch [-uri URI] [-emulate] [-dry-run] [-state-dir DIR] [-image-store DIR] [-owner NAME] [-keep] [-v] FILE")
+		fmt.Fprintln(os.Stderr, "usage: launch [-uri URI] [-emulate] [-dry-run] [-state-dir DIR] [-image-store DIR] [-owner NAME] [-keep] [-v] [-console] [-vnc ADDR] [-vnc-ws ADDR [-vnc-origin HOST:PORT]...] FILE")
 		flag.PrintDefaults()
 	}
 	flag.Parse()
@@ -78,7 +104,15 @@ func main() {
 	if *dryRun {
 		os.Exit(dryRunPlan(flag.Arg(0), cfg, *verbose))
 	}
-	os.Exit(run(flag.Arg(0), cfg, *keep))
+	opts.keep = *keep
+	os.Exit(run(flag.Arg(0), cfg, opts))
+}
+
+// runOptions are what run does beside running the VMI.
+type runOptions struct {
+	keep    bool // leave the ended VMI defined
+	console bool // attach the terminal to the serial console
+	vnc     vncFlags
 }
 
 // logger writes the launcher's warnings to stderr (a host where libvirt is
@@ -101,7 +135,7 @@ func logger(verbose bool) *slog.Logger {
 	}))
 }
 
-func run(file string, cfg launcher.Config, keep bool) int {
+func run(file string, cfg launcher.Config, opts runOptions) int {
 	fail := func(err error) int {
 		fmt.Fprintf(os.Stderr, "launch: %s: %v\n", file, err)
 		return 1
@@ -131,28 +165,51 @@ func run(file string, cfg launcher.Config, keep bool) int {
 	watchCtx, stopWatch := context.WithCancel(context.Background())
 	defer stopWatch()
 	final := make(chan v1.VirtualMachineInstancePhase, 1)
+	running := make(chan struct{}) // closed once the VMI runs, or ended
 	printed := make(chan struct{})
+	status := &statusPrinter{}
+	events := l.Watch(watchCtx) // before Sync, so that no status is missed
 	go func() {
 		defer close(printed)
-		last := ""
-		for ev := range l.Watch(watchCtx) {
+		wasRunning := false
+		for ev := range events {
 			if ev.Namespace != namespace || ev.Name != vmi.Name {
 				continue // another VMI this owner runs
 			}
-			if line := statusLine(ev.Status); line != last {
-				fmt.Println(line)
-				last = line
+			status.print(statusLine(ev.Status))
+			end := domain.IsFinal(ev.Status.Phase)
+			if !wasRunning && (ev.Status.Phase == v1.Running || end) {
+				wasRunning = true
+				close(running)
 			}
-			if domain.IsFinal(ev.Status.Phase) {
+			if end {
 				final <- ev.Status.Phase
 				return
 			}
 		}
 	}()
 
+	// Serve the VNC display from now until the VMI is gone.
+	serving, stopServing := context.WithCancel(context.Background())
+	defer stopServing()
+	vncDone, err := serveVNC(serving, l, vmi, opts.vnc, cfg.Logger)
+	if err != nil {
+		return fail(err)
+	}
+	defer func() { stopServing(); <-vncDone }()
+
 	syncErr := l.Sync(interrupted, vmi)
 	if syncErr != nil && interrupted.Err() == nil {
 		return fail(syncErr)
+	}
+	if opts.console && syncErr == nil {
+		select {
+		case <-running:
+			if err := attachConsole(interrupted, l, vmi, status); err != nil {
+				fmt.Fprintf(os.Stderr, "launch: no console: %v\n", err)
+			}
+		case <-interrupted.Done():
+		}
 	}
 	var phase v1.VirtualMachineInstancePhase
 	select {
@@ -176,12 +233,14 @@ func run(file string, cfg launcher.Config, keep bool) int {
 				return fail(err)
 			}
 			phase = st.Phase
-			fmt.Println(statusLine(st))
+			status.print(statusLine(st))
 		}
 	}
 	stopWatch()
 	<-printed
-	if !keep {
+	stopServing()
+	<-vncDone
+	if !opts.keep {
 		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 		defer cancel()
 		if err := l.Delete(ctx, vmi); err != nil {
@@ -227,6 +286,46 @@ func dryRunPlan(file string, cfg launcher.Config, verbose bool) int {
 		}
 	}
 	return 0
+}
+
+// statusPrinter prints status lines, each once, on stdout; while the
+// terminal is attached to the console it holds them back, and prints the
+// last one held when released.
+type statusPrinter struct {
+	mu      sync.Mutex
+	held    bool
+	last    string // last line printed
+	pending string // last line held back
+}
+
+func (p *statusPrinter) print(line string) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.held {
+		p.pending = line
+		return
+	}
+	if line != p.last {
+		fmt.Println(line)
+		p.last = line
+	}
+}
+
+func (p *statusPrinter) hold() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.held = true
+}
+
+func (p *statusPrinter) release() {
+	p.mu.Lock()
+	p.held = false
+	line := p.pending
+	p.pending = ""
+	p.mu.Unlock()
+	if line != "" {
+		p.print(line)
+	}
 }
 
 // statusLine formats a status as one line of key=value pairs, the phase

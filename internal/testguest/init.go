@@ -16,6 +16,11 @@ const (
 	ActionIgnore = "testguest.action=ignore"
 )
 
+// ShellMarker is the line the guest prints, once it waits (actions acpi
+// and ignore), before it starts a shell on its serial console: a busybox
+// sh, prompt "/ # ", that runs what is typed there.
+const ShellMarker = "testguest: a shell on the console"
+
 // KernelArgs are the kernel arguments a VMI booting the test guest gives
 // (spec.domain.firmware.kernelBoot.kernelArgs), with one of the actions.
 const KernelArgs = "console=ttyS0 quiet"
@@ -25,7 +30,8 @@ const KernelArgs = "console=ttyS0 quiet"
 // "disk NAME serial=S size=BYTES" per block device, one "nic NAME mac=M"
 // per network interface, and for every ISO9660 device
 // "iso NAME label=L" followed, for each file on it, by "file PATH", its
-// contents as "b64 ..." lines, and "endfile".
+// contents as "b64 ..." lines, and "endfile". Then it acts on its action;
+// while it waits, a shell runs on the console (see ShellMarker).
 const initScript = `#!/bin/busybox sh
 /bin/busybox mkdir -p /proc /sys /dev /mnt /tmp
 /bin/busybox mount -t devtmpfs devtmpfs /dev
@@ -125,5 +131,12 @@ acpi)
 	echo "testguest: ignoring ACPI"
 	;;
 esac
-while :; do sleep 3600; done
+
+# While it waits, a shell answers on the serial console (its controlling
+# terminal, through cttyhack), again after each exit.
+echo "` + ShellMarker + `"
+while :; do
+	setsid cttyhack sh
+	sleep 1
+done
 `

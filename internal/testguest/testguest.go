@@ -7,7 +7,8 @@
 // sees on its serial console (CPU count, memory, disks with serials and
 // sizes, NIC MACs, the files of every ISO9660 disk such as the cloud-init
 // "cidata" one), then acts on the kernel argument testguest.action
-// (poweroff, acpi or ignore). It boots in seconds under emulation.
+// (poweroff, acpi or ignore); while it waits, a shell runs on its serial
+// console. It boots in seconds under emulation.
 //
 // Install imports it, as an OCI image holding /boot/vmlinuz and
 // /boot/initrd.img, into an image store under Ref, for a VMI's
