@@ -40,18 +40,17 @@ import (
 	"log/slog"
 	"os"
 	"os/signal"
-	"strings"
 	"sync"
 	"syscall"
 	"time"
 
-	k8sv1 "k8s.io/api/core/v1"
 	v1 "kubevirt.io/api/core/v1"
 
 	"github.com/vmi2libvirt/vmi2libvirt/api"
 	"github.com/vmi2libvirt/vmi2libvirt/convert"
 	"github.com/vmi2libvirt/vmi2libvirt/domain"
 	"github.com/vmi2libvirt/vmi2libvirt/imagestore"
+	"github.com/vmi2libvirt/vmi2libvirt/internal/cmdutil"
 	"github.com/vmi2libvirt/vmi2libvirt/launcher"
 )
 
@@ -176,7 +175,7 @@ func run(file string, cfg launcher.Config, opts runOptions) int {
 			if ev.Namespace != namespace || ev.Name != vmi.Name {
 				continue // another VMI this owner runs
 			}
-			status.print(statusLine(ev.Status))
+			status.print(cmdutil.StatusLine(ev.Status))
 			end := domain.IsFinal(ev.Status.Phase)
 			if !wasRunning && (ev.Status.Phase == v1.Running || end) {
 				wasRunning = true
@@ -233,7 +232,7 @@ func run(file string, cfg launcher.Config, opts runOptions) int {
 				return fail(err)
 			}
 			phase = st.Phase
-			status.print(statusLine(st))
+			status.print(cmdutil.StatusLine(st))
 		}
 	}
 	stopWatch()
@@ -326,41 +325,4 @@ func (p *statusPrinter) release() {
 	if line != "" {
 		p.print(line)
 	}
-}
-
-// statusLine formats a status as one line of key=value pairs, the phase
-// first.
-func statusLine(st v1.VirtualMachineInstanceStatus) string {
-	parts := []string{"phase=" + string(st.Phase)}
-	if st.Reason != "" {
-		parts = append(parts, "reason="+st.Reason)
-	}
-	for _, c := range st.Conditions {
-		switch c.Type {
-		case v1.VirtualMachineInstanceReady:
-			parts = append(parts, "ready="+string(c.Status))
-		case v1.VirtualMachineInstancePaused:
-			if c.Status == k8sv1.ConditionTrue {
-				parts = append(parts, "paused="+c.Reason)
-			}
-		case v1.VirtualMachineInstanceAgentConnected:
-			if c.Status == k8sv1.ConditionTrue {
-				parts = append(parts, "agent=connected")
-			}
-		}
-	}
-	if st.Machine != nil {
-		parts = append(parts, "machine="+st.Machine.Type)
-	}
-	for _, i := range st.Interfaces {
-		s := "iface=" + i.Name + "/" + i.MAC
-		if len(i.IPs) > 0 {
-			s += "/" + strings.Join(i.IPs, ",")
-		}
-		parts = append(parts, s)
-	}
-	if st.GuestOSInfo.PrettyName != "" {
-		parts = append(parts, fmt.Sprintf("os=%q", st.GuestOSInfo.PrettyName))
-	}
-	return strings.Join(parts, " ")
 }

@@ -10,6 +10,7 @@ import (
 
 	v1 "kubevirt.io/api/core/v1"
 
+	"github.com/vmi2libvirt/vmi2libvirt/internal/cmdutil"
 	"github.com/vmi2libvirt/vmi2libvirt/launcher"
 )
 
@@ -17,20 +18,6 @@ import (
 type vncFlags struct {
 	tcp, ws string   // loopback host:port, or empty
 	origins []string // web origins allowed to open the WebSocket
-}
-
-// listenLoopback listens on addr, which must be a loopback address: the
-// VNC display has no password, so it is not served where others reach it.
-func listenLoopback(flagName, addr string) (net.Listener, error) {
-	host, _, err := net.SplitHostPort(addr)
-	if err != nil {
-		return nil, fmt.Errorf("-%s %s: %w", flagName, addr, err)
-	}
-	ip := net.ParseIP(host)
-	if host != "localhost" && (ip == nil || !ip.IsLoopback()) {
-		return nil, fmt.Errorf("-%s %s: not a loopback address: the VNC display has no password, so it is served on loopback only (127.0.0.1:PORT); reach it from elsewhere through ssh -L", flagName, addr)
-	}
-	return net.Listen("tcp", addr)
 }
 
 // serveVNC serves the VMI's VNC display as the flags say, until ctx ends:
@@ -45,12 +32,12 @@ func serveVNC(ctx context.Context, l *launcher.Launcher, vmi *v1.VirtualMachineI
 	}
 	var tcp, ws net.Listener
 	if f.tcp != "" {
-		if tcp, err = listenLoopback("vnc", f.tcp); err != nil {
+		if tcp, err = cmdutil.ListenLoopback("-vnc", f.tcp); err != nil {
 			return nil, err
 		}
 	}
 	if f.ws != "" {
-		if ws, err = listenLoopback("vnc-ws", f.ws); err != nil {
+		if ws, err = cmdutil.ListenLoopback("-vnc-ws", f.ws); err != nil {
 			if tcp != nil {
 				tcp.Close()
 			}

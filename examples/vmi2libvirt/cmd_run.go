@@ -5,6 +5,8 @@ package main
 import (
 	"fmt"
 
+	"github.com/vmi2libvirt/vmi2libvirt/internal/cmdutil"
+
 	"github.com/spf13/cobra"
 
 	"github.com/vmi2libvirt/vmi2libvirt/api"
@@ -12,12 +14,12 @@ import (
 
 func newRunCommand() *cobra.Command {
 	var (
-		lf              launcherFlags
-		namespace       string
-		emulate, dryRun bool
+		lf                       launcherFlags
+		namespace                string
+		emulate, dryRun, console bool
 	)
 	cmd := &cobra.Command{
-		Use:   "run FILE [--emulate] [--dry-run]",
+		Use:   "run FILE [--emulate] [--dry-run] [--console]",
 		Short: "Run a VMI on libvirt: plan, make its files, define and start its domain",
 		Long: `Run the VMI (or VirtualMachine) in FILE (- for standard input) on libvirt: its images
 are pulled into the image store, its host files made in its state folder, its domain
@@ -26,6 +28,9 @@ after the command returns; status, stop and delete act on it by name. Running a
 VMI that runs already changes nothing; one that ran to its end is not started
 again (delete it first).
 
+With --console, attach the terminal to the VMI's serial console once it runs, as
+the console subcommand does (Ctrl-] detaches; the VMI keeps running).
+
 With --dry-run, print the domain XML the launcher would define on this host (its
 plan: this host's firmware, domain type, layout and the launcher's metadata) and
 write nothing.`,
@@ -33,6 +38,9 @@ write nothing.`,
   vmi2libvirt run --emulate examples/vmis/vmi-tiny.yaml
   vmi2libvirt status tiny
   vmi2libvirt stop tiny && vmi2libvirt delete tiny
+
+  # Run it and log in on its serial console
+  vmi2libvirt run --emulate --console examples/vmis/vmi-tiny.yaml
 
   # The domain it would define, nothing written
   vmi2libvirt run --dry-run --emulate vmi.yaml`,
@@ -81,13 +89,17 @@ write nothing.`,
 			if err != nil {
 				return launcherError(err)
 			}
-			fmt.Fprintf(cmd.OutOrStdout(), "%s/%s %s\n", vmi.Namespace, vmi.Name, statusLine(st))
+			fmt.Fprintf(cmd.OutOrStdout(), "%s/%s %s\n", vmi.Namespace, vmi.Name, cmdutil.StatusLine(st))
+			if console {
+				return attach(cmd, l, vmi, false)
+			}
 			return nil
 		},
 	}
 	fs := cmd.Flags()
 	fs.BoolVar(&emulate, "emulate", false, "run the guest under emulation (domain type qemu) even where KVM is available")
 	fs.BoolVar(&dryRun, "dry-run", false, "print the domain XML the launcher would define on this host, and write nothing")
+	fs.BoolVar(&console, "console", false, "attach the terminal to the VMI's serial console once it runs (Ctrl-] detaches)")
 	fs.StringVarP(&namespace, "namespace", "n", "default", "the VMI's namespace, when FILE names none")
 	lf.register(cmd)
 	return cmd

@@ -5,11 +5,10 @@ package main
 import (
 	"encoding/json"
 	"fmt"
-	"strings"
+
+	"github.com/vmi2libvirt/vmi2libvirt/internal/cmdutil"
 
 	"github.com/spf13/cobra"
-	k8sv1 "k8s.io/api/core/v1"
-	v1 "kubevirt.io/api/core/v1"
 )
 
 func newStatusCommand() *cobra.Command {
@@ -61,7 +60,7 @@ the guest OS (where the guest agent answers) and the machine type.
 				enc.SetIndent("", "  ")
 				return enc.Encode(vmi.Status)
 			}
-			fmt.Fprintln(cmd.OutOrStdout(), statusLine(vmi.Status))
+			fmt.Fprintln(cmd.OutOrStdout(), cmdutil.StatusLine(vmi.Status))
 			return nil
 		},
 	}
@@ -70,41 +69,4 @@ the guest OS (where the guest agent answers) and the machine type.
 	vf.register(cmd)
 	lf.register(cmd)
 	return cmd
-}
-
-// statusLine formats a status as one line of key=value pairs, the phase
-// first.
-func statusLine(st v1.VirtualMachineInstanceStatus) string {
-	parts := []string{"phase=" + string(st.Phase)}
-	if st.Reason != "" {
-		parts = append(parts, "reason="+st.Reason)
-	}
-	for _, c := range st.Conditions {
-		switch c.Type {
-		case v1.VirtualMachineInstanceReady:
-			parts = append(parts, "ready="+string(c.Status))
-		case v1.VirtualMachineInstancePaused:
-			if c.Status == k8sv1.ConditionTrue {
-				parts = append(parts, "paused="+c.Reason)
-			}
-		case v1.VirtualMachineInstanceAgentConnected:
-			if c.Status == k8sv1.ConditionTrue {
-				parts = append(parts, "agent=connected")
-			}
-		}
-	}
-	if st.Machine != nil {
-		parts = append(parts, "machine="+st.Machine.Type)
-	}
-	for _, i := range st.Interfaces {
-		s := "iface=" + i.Name + "/" + i.MAC
-		if len(i.IPs) > 0 {
-			s += "/" + strings.Join(i.IPs, ",")
-		}
-		parts = append(parts, s)
-	}
-	if st.GuestOSInfo.PrettyName != "" {
-		parts = append(parts, fmt.Sprintf("os=%q", st.GuestOSInfo.PrettyName))
-	}
-	return strings.Join(parts, " ")
 }

@@ -6,6 +6,8 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/vmi2libvirt/vmi2libvirt/internal/cmdutil"
+
 	"github.com/spf13/cobra"
 
 	"github.com/vmi2libvirt/vmi2libvirt/launcher"
@@ -50,7 +52,7 @@ has passed.`,
 			if err != nil {
 				return launcherError(err)
 			}
-			fmt.Fprintf(cmd.OutOrStdout(), "%s/%s %s\n", vmi.Namespace, vmi.Name, statusLine(st))
+			fmt.Fprintf(cmd.OutOrStdout(), "%s/%s %s\n", vmi.Namespace, vmi.Name, cmdutil.StatusLine(st))
 			return nil
 		},
 	}

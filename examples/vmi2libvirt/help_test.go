@@ -68,9 +68,9 @@ func TestCompletion(t *testing.T) {
 	if !strings.Contains(r.stdout, "__start_vmi2libvirt") {
 		t.Errorf("completion bash: not a bash completion script:\n%.300s", r.stdout)
 	}
-	r = expect(t, exitOK, "", "__complete", "con")
+	r = expect(t, exitOK, "", "__complete", "conv")
 	if !strings.HasPrefix(r.stdout, "convert\t") {
-		t.Errorf("completing con: %q", r.stdout)
+		t.Errorf("completing conv: %q", r.stdout)
 	}
 	r = expect(t, exitOK, "", "__complete", "convert", "--layout", "")
 	if !strings.HasPrefix(r.stdout, "kubevirt\nhost\n") {

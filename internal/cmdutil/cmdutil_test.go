@@ -1,4 +1,4 @@
-package main
+package cmdutil
 
 import (
 	"bytes"
@@ -41,7 +41,7 @@ func TestListenLoopback(t *testing.T) {
 		"127.0.0.1:0": true, "localhost:0": true, "[::1]:0": true, "127.0.0.2:0": true,
 		"0.0.0.0:0": false, ":0": false, "[::]:0": false, "192.0.2.1:5900": false, "example.com:5900": false, "127.0.0.1": false,
 	} {
-		ln, err := listenLoopback("vnc", addr)
+		ln, err := ListenLoopback("-vnc", addr)
 		if ln != nil {
 			ln.Close()
 		}
