@@ -15,7 +15,7 @@ var docs = []string{"../README.md", "../convert/testdata/README.md"}
 
 // goTestRun finds "go test ./PKG … -run PATTERN" in a document; a command
 // that also runs benchmarks uses -run to exclude tests and is not checked.
-var goTestRun = regexp.MustCompile(`go test (\./\S*)[^\n]*?-run '?([^'\s]+)'?`)
+var goTestRun = regexp.MustCompile("go test (\\./\\S*)[^\\n]*?-run '?([^'\\s`]+)'?")
 
 // TestDocumentedTestFilters: every -run filter the READMEs document selects
 // tests. A documented command that runs no test is a bug: it passes
