@@ -141,8 +141,10 @@ spec:
 	reg.blobGets.Store(0)
 	var wg sync.WaitGroup
 	errs := make(chan error, 8)
+	var herd []*v1.VirtualMachineInstance
 	for i := range 8 {
 		v := vmiFor(uniqueName(fmt.Sprintf("e2e-herd-%d", i)), "  startStrategy: Paused\n")
+		herd = append(herd, v)
 		t.Cleanup(func() { _ = e.l.Delete(context.Background(), v) })
 		wg.Add(1)
 		go func() {
@@ -161,6 +163,28 @@ spec:
 	// already in the store.
 	if got := reg.blobGets.Load(); got != 2 {
 		t.Errorf("8 VMIs at once made %d blob downloads, want 2 (one pull)", got)
+	}
+
+	// Once the 8 are deleted, PruneImages removes their image, and keeps
+	// those of the VMIs still defined.
+	for _, v := range append(herd, second) {
+		if err := e.l.Delete(ctxFor(t, time.Minute), v); err != nil {
+			t.Fatal(err)
+		}
+	}
+	shared, err := guest2.Digest()
+	if err != nil {
+		t.Fatal(err)
+	}
+	removed, err := e.l.PruneImages(ctxFor(t, time.Minute))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(removed) != 1 || removed[0] != shared.String() {
+		t.Errorf("PruneImages removed %v, want only %s", removed, shared)
+	}
+	if st, err := e.l.Status(ctxFor(t, time.Minute), first); err != nil || st.Phase != v1.Running {
+		t.Errorf("the VMI whose images were kept: %s, %v", st.Phase, err)
 	}
 }
 

@@ -12,7 +12,6 @@ import (
 	k8sv1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	v1 "kubevirt.io/api/core/v1"
-	"libvirt.org/go/libvirt"
 
 	"github.com/vmi2libvirt/vmi2libvirt/api"
 	"github.com/vmi2libvirt/vmi2libvirt/convert"
@@ -127,9 +126,9 @@ func (l *Launcher) resolveImages(ctx context.Context, v *v1.VirtualMachineInstan
 				invalid = append(invalid, fe)
 				continue
 			}
+			l.releaseImages(uses)
 			return nil, nil, &HostError{Err: field.Invalid(r.field, r.ref, err.Error())}
 		}
-		l.noteImage(img.Digest)
 		l.log.Debug("image resolved", "image", r.ref, "digest", img.Digest, "took", time.Since(began))
 		hi := images[r.ref]
 		hi.Dir = img.Dir
@@ -142,9 +141,11 @@ func (l *Launcher) resolveImages(ctx context.Context, v *v1.VirtualMachineInstan
 			hi.Disk = disk
 		}
 		images[r.ref] = hi
+		l.holdImage(img.Digest)
 		uses = append(uses, imageUse{Field: r.field.String(), Volume: r.volume, Ref: r.ref, Digest: img.Digest})
 	}
 	if len(invalid) > 0 {
+		l.releaseImages(uses)
 		return nil, nil, &InvalidError{Kind: api.KindVMI, Stage: "images", Errors: invalid}
 	}
 	return images, uses, nil
@@ -174,61 +175,50 @@ func withDigest(ref, digest string) string {
 	return r.Context().Digest(digest).String()
 }
 
-// recentImageGrace is how long an image resolved by this launcher is kept
-// by PruneImages even when no domain records it yet: a Sync may be between
-// its pull and its define.
-const recentImageGrace = time.Hour
-
-// noteImage remembers that digest was just resolved.
-func (l *Launcher) noteImage(digest string) {
+// holdImage keeps digest from PruneImages until releaseImages: a Sync is
+// between its pull and the definition of the domain that records it.
+func (l *Launcher) holdImage(digest string) {
 	l.storeMu.Lock()
 	defer l.storeMu.Unlock()
-	if l.recentImages == nil {
-		l.recentImages = map[string]time.Time{}
+	if l.heldImages == nil {
+		l.heldImages = map[string]int{}
 	}
-	l.recentImages[digest] = time.Now()
+	l.heldImages[digest]++
+}
+
+// releaseImages lets PruneImages have the digests of uses again.
+func (l *Launcher) releaseImages(uses []imageUse) {
+	l.storeMu.Lock()
+	defer l.storeMu.Unlock()
+	for _, u := range uses {
+		if l.heldImages[u.Digest]--; l.heldImages[u.Digest] <= 0 {
+			delete(l.heldImages, u.Digest)
+		}
+	}
 }
 
 // PruneImages removes from the image store every image no domain on this
 // libvirtd records (whoever owns it: launchers of several owners may share
-// a store), except those this launcher resolved in the last hour (a Sync
-// may be about to define a domain with them). It returns the digests
-// removed.
+// a store), except those a Sync of this launcher has resolved and is about
+// to define a domain with. It returns the digests removed.
 func (l *Launcher) PruneImages(ctx context.Context) ([]string, error) {
-	keep := map[string]bool{}
-	err := l.read(ctx, func(c *libvirt.Connect) error {
-		doms, err := c.ListAllDomains(0)
-		if err != nil {
-			return wrapErr(err, "list domains")
-		}
-		for i := range doms {
-			raw, err := doms[i].GetMetadata(libvirt.DOMAIN_METADATA_ELEMENT, metadataNS, libvirt.DOMAIN_AFFECT_CONFIG)
-			doms[i].Free()
-			if err != nil {
-				continue
-			}
-			if m, err := parseMetadataElement(raw); err == nil && m != nil {
-				for _, u := range m.Images {
-					keep[u.Digest] = true
-				}
-			}
-		}
-		return nil
-	})
+	all, err := l.allMarks(ctx)
 	if err != nil {
 		return nil, err
+	}
+	keep := map[string]bool{}
+	for _, m := range all {
+		for _, u := range m.Images {
+			keep[u.Digest] = true
+		}
 	}
 	store, err := l.imageStore()
 	if err != nil {
 		return nil, &HostError{Err: err}
 	}
 	l.storeMu.Lock()
-	for d, at := range l.recentImages {
-		if time.Since(at) < recentImageGrace {
-			keep[d] = true
-		} else {
-			delete(l.recentImages, d)
-		}
+	for d := range l.heldImages {
+		keep[d] = true
 	}
 	l.storeMu.Unlock()
 	removed, err := store.Prune(ctx, func(digest string) bool { return keep[digest] })
@@ -245,7 +235,7 @@ func (l *Launcher) PruneImages(ctx context.Context) ([]string, error) {
 type storeState struct {
 	storeMu      sync.Mutex
 	store        *imagestore.Store
-	recentImages map[string]time.Time
+	heldImages   map[string]int // digests resolved by Syncs under way (holdImage)
 }
 
 // volumeStatuses reports the containerDisk volumes of a domain with the

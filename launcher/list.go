@@ -40,7 +40,23 @@ func (l *Launcher) List(ctx context.Context) ([]*v1.VirtualMachineInstance, erro
 
 // listOwned returns the marks of every domain this launcher owns.
 func (l *Launcher) listOwned(ctx context.Context) ([]*marks, error) {
+	all, err := l.allMarks(ctx)
+	if err != nil {
+		return nil, err
+	}
 	var owned []*marks
+	for _, m := range all {
+		if m.Owner == l.cfg.Owner {
+			owned = append(owned, m)
+		}
+	}
+	return owned, nil
+}
+
+// allMarks returns the marks of every domain on the libvirtd that a
+// launcher defined, whoever its owner.
+func (l *Launcher) allMarks(ctx context.Context) ([]*marks, error) {
+	var all []*marks
 	err := l.read(ctx, func(c *libvirt.Connect) error {
 		doms, err := c.ListAllDomains(0)
 		if err != nil {
@@ -52,14 +68,13 @@ func (l *Launcher) listOwned(ctx context.Context) ([]*marks, error) {
 			if err != nil {
 				continue // no element of ours (or the domain went away)
 			}
-			m, err := parseMetadataElement(raw)
-			if err == nil && m != nil && m.Owner == l.cfg.Owner {
-				owned = append(owned, m)
+			if m, err := parseMetadataElement(raw); err == nil && m != nil {
+				all = append(all, m)
 			}
 		}
 		return nil
 	})
-	return owned, err
+	return all, err
 }
 
 // adopt takes over the domains this launcher's owner defined before: their

@@ -60,6 +60,16 @@ type Plan struct {
 // image, a missing folder); ErrUnavailable while libvirt cannot be
 // reached.
 func (l *Launcher) Plan(ctx context.Context, vmi *v1.VirtualMachineInstance) (*Plan, error) {
+	p, err := l.plan(ctx, vmi)
+	if p != nil {
+		l.releaseImages(p.marks.Images)
+	}
+	return p, err
+}
+
+// plan is Plan, keeping the images it resolved from PruneImages until the
+// caller releases them (releaseImages of the plan's marks' images).
+func (l *Launcher) plan(ctx context.Context, vmi *v1.VirtualMachineInstance) (_ *Plan, err error) {
 	if vmi == nil {
 		return nil, errors.New("launcher: Plan of a nil VMI")
 	}
@@ -93,6 +103,11 @@ func (l *Launcher) Plan(ctx context.Context, vmi *v1.VirtualMachineInstance) (*P
 		if err != nil {
 			return nil, withVMI(err, key)
 		}
+		defer func() {
+			if err != nil {
+				l.releaseImages(u)
+			}
+		}()
 		layout := l.cfg.Layout
 		layout.Images = images
 		cfg.Options.Layout = layout

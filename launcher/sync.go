@@ -46,10 +46,11 @@ func (l *Launcher) Sync(ctx context.Context, vmi *v1.VirtualMachineInstance) err
 	name := convert.DomainName(vmi)
 	deletes := l.deleteCount(name)
 	began := time.Now()
-	plan, err := l.Plan(ctx, vmi)
+	plan, err := l.plan(ctx, vmi)
 	if err != nil {
 		return err
 	}
+	defer l.releaseImages(plan.marks.Images)
 	l.log.Debug("planned", "vmi", plan.marks.key(), "artifacts", len(plan.Artifacts), "took", time.Since(began))
 	st := l.stateFor(plan.marks.VMI.Namespace, plan.marks.VMI.Name, vmi.UID)
 	return l.bounded(ctx, st, func(ctx context.Context) error {

@@ -134,16 +134,24 @@ func logger(verbose bool) *slog.Logger {
 	}))
 }
 
-func run(file string, cfg launcher.Config, opts runOptions) int {
-	fail := func(err error) int {
-		fmt.Fprintf(os.Stderr, "launch: %s: %v\n", file, err)
-		return 1
-	}
+// readVMI decodes the VMI (or VirtualMachine) in file.
+func readVMI(file string) (*v1.VirtualMachineInstance, error) {
 	data, err := os.ReadFile(file)
 	if err != nil {
-		return fail(err)
+		return nil, err
 	}
-	vmi, err := api.Decode(data)
+	return api.Decode(data)
+}
+
+// failure prints err, about file, on stderr and returns the exit status 1.
+func failure(file string, err error) int {
+	fmt.Fprintf(os.Stderr, "launch: %s: %v\n", file, err)
+	return 1
+}
+
+func run(file string, cfg launcher.Config, opts runOptions) int {
+	fail := func(err error) int { return failure(file, err) }
+	vmi, err := readVMI(file)
 	if err != nil {
 		return fail(err)
 	}
@@ -255,15 +263,8 @@ func run(file string, cfg launcher.Config, opts runOptions) int {
 // dryRunPlan prints the domain the launcher would define for the VMI in
 // file, and with verbose the artifacts it would make, on stderr.
 func dryRunPlan(file string, cfg launcher.Config, verbose bool) int {
-	fail := func(err error) int {
-		fmt.Fprintf(os.Stderr, "launch: %s: %v\n", file, err)
-		return 1
-	}
-	data, err := os.ReadFile(file)
-	if err != nil {
-		return fail(err)
-	}
-	vmi, err := api.Decode(data)
+	fail := func(err error) int { return failure(file, err) }
+	vmi, err := readVMI(file)
 	if err != nil {
 		return fail(err)
 	}
