@@ -233,9 +233,9 @@ func (l *Launcher) PruneImages(ctx context.Context) ([]string, error) {
 
 // storeState is the launcher's image store, opened on first use.
 type storeState struct {
-	storeMu      sync.Mutex
-	store        *imagestore.Store
-	heldImages   map[string]int // digests resolved by Syncs under way (holdImage)
+	storeMu    sync.Mutex
+	store      *imagestore.Store
+	heldImages map[string]int // digests resolved by Syncs under way (holdImage)
 }
 
 // volumeStatuses reports the containerDisk volumes of a domain with the
