@@ -3,6 +3,7 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -35,15 +36,10 @@ busy, unless --force takes it over from an attachment of the same process.`,
 		Args:              exactArgs(1, "NAME"),
 		ValidArgsFunction: completeNames(&lf, &vf),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			ctx, cancel := interruptible(cmd.Context())
-			defer cancel()
-			l, err := lf.open(ctx, cmd.ErrOrStderr(), false)
-			if err != nil {
-				return err
-			}
-			defer l.Close()
-			vmi := vf.vmi(args[0])
-			return attach(cmd, l, vmi, force)
+			return lf.run(cmd, false, func(ctx context.Context, l *launcher.Launcher) error {
+				vmi := vf.vmi(args[0])
+				return attach(ctx, cmd, l, vmi, force)
+			})
 		},
 	}
 	cmd.Flags().BoolVar(&force, "force", false, "take the console over from another attachment of this process")
@@ -54,8 +50,7 @@ busy, unless --force takes it over from an attachment of the same process.`,
 
 // attach connects the terminal to vmi's serial console until Ctrl-], the
 // guest's QEMU exiting, or an interrupt.
-func attach(cmd *cobra.Command, l *launcher.Launcher, vmi *v1.VirtualMachineInstance, force bool) error {
-	ctx := cmd.Context()
+func attach(ctx context.Context, cmd *cobra.Command, l *launcher.Launcher, vmi *v1.VirtualMachineInstance, force bool) error {
 	c, err := l.Console(ctx, vmi, launcher.ConsoleOptions{Force: force})
 	if err != nil {
 		if errors.Is(err, launcher.ErrNoDomain) {

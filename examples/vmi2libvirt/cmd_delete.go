@@ -3,9 +3,12 @@
 package main
 
 import (
+	"context"
 	"fmt"
 
 	"github.com/spf13/cobra"
+
+	"github.com/vmi2libvirt/vmi2libvirt/launcher"
 )
 
 func newDeleteCommand() *cobra.Command {
@@ -24,27 +27,22 @@ image store. A domain that another launcher (--owner) owns is refused and left a
 		Args:              exactArgs(1, "NAME"),
 		ValidArgsFunction: completeNames(&lf, &vf),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			ctx, cancel := interruptible(cmd.Context())
-			defer cancel()
-			l, err := lf.open(ctx, cmd.ErrOrStderr(), false)
-			if err != nil {
-				return err
-			}
-			defer l.Close()
-			vmi := vf.vmi(args[0])
-			found, err := find(ctx, l, vmi)
-			if err != nil {
-				return err
-			}
-			// Delete also removes what a VMI without a domain left.
-			if err := l.Delete(ctx, vmi); err != nil {
-				return launcherError(err)
-			}
-			if found == nil {
-				return notFound(l, vmi)
-			}
-			fmt.Fprintf(cmd.OutOrStdout(), "%s/%s deleted\n", vmi.Namespace, vmi.Name)
-			return nil
+			return lf.run(cmd, false, func(ctx context.Context, l *launcher.Launcher) error {
+				vmi := vf.vmi(args[0])
+				found, err := find(ctx, l, vmi)
+				if err != nil {
+					return err
+				}
+				// Delete also removes what a VMI without a domain left.
+				if err := l.Delete(ctx, vmi); err != nil {
+					return launcherError(err)
+				}
+				if found == nil {
+					return notFound(l, vmi)
+				}
+				fmt.Fprintf(cmd.OutOrStdout(), "%s/%s deleted\n", vmi.Namespace, vmi.Name)
+				return nil
+			})
 		},
 	}
 	vf.register(cmd)

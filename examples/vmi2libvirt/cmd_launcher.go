@@ -63,6 +63,20 @@ func (f *launcherFlags) open(ctx context.Context, errOut io.Writer, emulate bool
 	return l, nil
 }
 
+// run opens a launcher as the flags say (emulate forces domain type qemu
+// for the VMIs it starts), runs fn with it and a context the first Ctrl-C
+// ends, and closes it.
+func (f *launcherFlags) run(cmd *cobra.Command, emulate bool, fn func(ctx context.Context, l *launcher.Launcher) error) error {
+	ctx, cancel := interruptible(cmd.Context())
+	defer cancel()
+	l, err := f.open(ctx, cmd.ErrOrStderr(), emulate)
+	if err != nil {
+		return err
+	}
+	defer l.Close()
+	return fn(ctx, l)
+}
+
 // interruptible is ctx, ended by the first Ctrl-C (or SIGTERM) so that a
 // launcher's call returns and the launcher closes; a second one kills the
 // command.

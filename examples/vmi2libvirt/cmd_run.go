@@ -3,9 +3,11 @@
 package main
 
 import (
+	"context"
 	"fmt"
 
 	"github.com/vmi2libvirt/vmi2libvirt/internal/cmdutil"
+	"github.com/vmi2libvirt/vmi2libvirt/launcher"
 
 	"github.com/spf13/cobra"
 
@@ -67,33 +69,28 @@ write nothing.`,
 			case cmd.Flags().Changed("namespace") && vmi.Namespace != namespace:
 				return usageErrorf("-n %s, but %s says namespace %s", namespace, doc.where(doc.line), vmi.Namespace)
 			}
-			ctx, cancel := interruptible(cmd.Context())
-			defer cancel()
-			l, err := lf.open(ctx, cmd.ErrOrStderr(), emulate)
-			if err != nil {
-				return err
-			}
-			defer l.Close()
-			if dryRun {
-				plan, err := l.Plan(ctx, vmi)
-				if err != nil {
+			return lf.run(cmd, emulate, func(ctx context.Context, l *launcher.Launcher) error {
+				if dryRun {
+					plan, err := l.Plan(ctx, vmi)
+					if err != nil {
+						return launcherFailure(fail, doc, kind, err)
+					}
+					_, err = cmd.OutOrStdout().Write(plan.XML)
+					return err
+				}
+				if err := l.Sync(ctx, vmi); err != nil {
 					return launcherFailure(fail, doc, kind, err)
 				}
-				_, err = cmd.OutOrStdout().Write(plan.XML)
-				return err
-			}
-			if err := l.Sync(ctx, vmi); err != nil {
-				return launcherFailure(fail, doc, kind, err)
-			}
-			st, err := l.Status(ctx, vmi)
-			if err != nil {
-				return launcherError(err)
-			}
-			fmt.Fprintf(cmd.OutOrStdout(), "%s/%s %s\n", vmi.Namespace, vmi.Name, cmdutil.StatusLine(st))
-			if console {
-				return attach(cmd, l, vmi, false)
-			}
-			return nil
+				st, err := l.Status(ctx, vmi)
+				if err != nil {
+					return launcherError(err)
+				}
+				fmt.Fprintf(cmd.OutOrStdout(), "%s/%s %s\n", vmi.Namespace, vmi.Name, cmdutil.StatusLine(st))
+				if console {
+					return attach(ctx, cmd, l, vmi, false)
+				}
+				return nil
+			})
 		},
 	}
 	fs := cmd.Flags()

@@ -3,10 +3,12 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 
 	"github.com/vmi2libvirt/vmi2libvirt/internal/cmdutil"
+	"github.com/vmi2libvirt/vmi2libvirt/launcher"
 
 	"github.com/spf13/cobra"
 )
@@ -36,32 +38,27 @@ the guest OS (where the guest agent answers) and the machine type.
 			if format != formatText && format != formatJSON {
 				return usageErrorf("-o %q: want %s or %s", format, formatText, formatJSON)
 			}
-			ctx, cancel := interruptible(cmd.Context())
-			defer cancel()
-			l, err := lf.open(ctx, cmd.ErrOrStderr(), false)
-			if err != nil {
-				return err
-			}
-			defer l.Close()
-			want := vf.vmi(args[0])
-			vmi, err := find(ctx, l, want)
-			if err != nil {
-				return err
-			}
-			if vmi == nil {
-				// Not ours: Status says whether another launcher owns it.
-				if _, err := l.Status(ctx, want); err != nil {
-					return launcherError(err)
+			return lf.run(cmd, false, func(ctx context.Context, l *launcher.Launcher) error {
+				want := vf.vmi(args[0])
+				vmi, err := find(ctx, l, want)
+				if err != nil {
+					return err
 				}
-				return notFound(l, want)
-			}
-			if format == formatJSON {
-				enc := json.NewEncoder(cmd.OutOrStdout())
-				enc.SetIndent("", "  ")
-				return enc.Encode(vmi.Status)
-			}
-			fmt.Fprintln(cmd.OutOrStdout(), cmdutil.StatusLine(vmi.Status))
-			return nil
+				if vmi == nil {
+					// Not ours: Status says whether another launcher owns it.
+					if _, err := l.Status(ctx, want); err != nil {
+						return launcherError(err)
+					}
+					return notFound(l, want)
+				}
+				if format == formatJSON {
+					enc := json.NewEncoder(cmd.OutOrStdout())
+					enc.SetIndent("", "  ")
+					return enc.Encode(vmi.Status)
+				}
+				fmt.Fprintln(cmd.OutOrStdout(), cmdutil.StatusLine(vmi.Status))
+				return nil
+			})
 		},
 	}
 	cmd.Flags().StringVarP(&format, "output", "o", formatText, "text (one line) or json")

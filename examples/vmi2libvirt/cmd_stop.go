@@ -3,6 +3,7 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"fmt"
 
@@ -34,26 +35,21 @@ has passed.`,
 		Args:              exactArgs(1, "NAME"),
 		ValidArgsFunction: completeNames(&lf, &vf),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			ctx, cancel := interruptible(cmd.Context())
-			defer cancel()
-			l, err := lf.open(ctx, cmd.ErrOrStderr(), false)
-			if err != nil {
-				return err
-			}
-			defer l.Close()
-			vmi := vf.vmi(args[0])
-			if err := l.Stop(ctx, vmi); err != nil {
-				if errors.Is(err, launcher.ErrNoDomain) {
-					return notFound(l, vmi)
+			return lf.run(cmd, false, func(ctx context.Context, l *launcher.Launcher) error {
+				vmi := vf.vmi(args[0])
+				if err := l.Stop(ctx, vmi); err != nil {
+					if errors.Is(err, launcher.ErrNoDomain) {
+						return notFound(l, vmi)
+					}
+					return launcherError(err)
 				}
-				return launcherError(err)
-			}
-			st, err := l.Status(ctx, vmi)
-			if err != nil {
-				return launcherError(err)
-			}
-			fmt.Fprintf(cmd.OutOrStdout(), "%s/%s %s\n", vmi.Namespace, vmi.Name, cmdutil.StatusLine(st))
-			return nil
+				st, err := l.Status(ctx, vmi)
+				if err != nil {
+					return launcherError(err)
+				}
+				fmt.Fprintf(cmd.OutOrStdout(), "%s/%s %s\n", vmi.Namespace, vmi.Name, cmdutil.StatusLine(st))
+				return nil
+			})
 		},
 	}
 	vf.register(cmd)

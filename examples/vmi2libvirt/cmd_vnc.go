@@ -64,44 +64,39 @@ printed.`,
 					ln   net.Listener
 				}{flag, ln})
 			}
-			ctx, cancel := interruptible(cmd.Context())
-			defer cancel()
-			l, err := lf.open(ctx, cmd.ErrOrStderr(), false)
-			if err != nil {
-				return err
-			}
-			defer l.Close()
-			vmi := vf.vmi(args[0])
-			// Open the display once now, so that a VMI that is not there
-			// or not running is said at once.
-			first, err := l.VNC(ctx, vmi)
-			if err != nil {
-				if errors.Is(err, launcher.ErrNoDomain) {
-					return notFound(l, vmi)
-				}
-				return launcherError(err)
-			}
-			first.Close()
-			srv := &launcher.StreamServer{
-				Open:           func(ctx context.Context) (io.ReadWriteCloser, error) { return l.VNC(ctx, vmi) },
-				OriginPatterns: originPattern,
-				Logger:         logger(cmd.ErrOrStderr(), lf.verbose),
-			}
-			errs := make(chan error, len(lns))
-			for _, s := range lns {
-				serve, url := srv.Serve, s.ln.Addr().String()
-				if s.what == "--ws" {
-					serve, url = srv.ServeWebSocket, "ws://"+url+"/"
-				}
-				fmt.Fprintf(cmd.ErrOrStderr(), "VNC of %s/%s on %s\n", vmi.Namespace, vmi.Name, url)
-				go func() { errs <- serve(ctx, s.ln) }()
-			}
-			for range lns {
-				if err := <-errs; err != nil && ctx.Err() == nil {
+			return lf.run(cmd, false, func(ctx context.Context, l *launcher.Launcher) error {
+				vmi := vf.vmi(args[0])
+				// Open the display once now, so that a VMI that is not there
+				// or not running is said at once.
+				first, err := l.VNC(ctx, vmi)
+				if err != nil {
+					if errors.Is(err, launcher.ErrNoDomain) {
+						return notFound(l, vmi)
+					}
 					return launcherError(err)
 				}
-			}
-			return nil
+				first.Close()
+				srv := &launcher.StreamServer{
+					Open:           func(ctx context.Context) (io.ReadWriteCloser, error) { return l.VNC(ctx, vmi) },
+					OriginPatterns: originPattern,
+					Logger:         logger(cmd.ErrOrStderr(), lf.verbose),
+				}
+				errs := make(chan error, len(lns))
+				for _, s := range lns {
+					serve, url := srv.Serve, s.ln.Addr().String()
+					if s.what == "--ws" {
+						serve, url = srv.ServeWebSocket, "ws://"+url+"/"
+					}
+					fmt.Fprintf(cmd.ErrOrStderr(), "VNC of %s/%s on %s\n", vmi.Namespace, vmi.Name, url)
+					go func() { errs <- serve(ctx, s.ln) }()
+				}
+				for range lns {
+					if err := <-errs; err != nil && ctx.Err() == nil {
+						return launcherError(err)
+					}
+				}
+				return nil
+			})
 		},
 	}
 	fs := cmd.Flags()
