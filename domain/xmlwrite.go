@@ -161,11 +161,13 @@ func (w *xmlWriter) attrHex(name string, v uint64, digits int) {
 	w.buf = append(w.buf, '"')
 }
 
-func (w *xmlWriter) textString(s string)   { w.escape(s) }
-func (w *xmlWriter) textInt(v int64)       { w.buf = strconv.AppendInt(w.buf, v, 10) }
-func (w *xmlWriter) textUint(v uint64)     { w.buf = strconv.AppendUint(w.buf, v, 10) }
-func (w *xmlWriter) textBool(v bool)       { w.buf = strconv.AppendBool(w.buf, v) }
-func (w *xmlWriter) textFloat32(v float32) { w.buf = strconv.AppendFloat(w.buf, float64(v), 'g', -1, 32) }
+func (w *xmlWriter) textString(s string) { w.escape(s) }
+func (w *xmlWriter) textInt(v int64)     { w.buf = strconv.AppendInt(w.buf, v, 10) }
+func (w *xmlWriter) textUint(v uint64)   { w.buf = strconv.AppendUint(w.buf, v, 10) }
+func (w *xmlWriter) textBool(v bool)     { w.buf = strconv.AppendBool(w.buf, v) }
+func (w *xmlWriter) textFloat32(v float32) {
+	w.buf = strconv.AppendFloat(w.buf, float64(v), 'g', -1, 32)
+}
 func (w *xmlWriter) textFloat64(v float64) { w.buf = strconv.AppendFloat(w.buf, v, 'g', -1, 64) }
 
 // simpleString writes an element holding text only.
