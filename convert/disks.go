@@ -33,21 +33,31 @@ func (c *converter) disks(d *libvirtxml.Domain) error {
 			b.volumes[c.spec.Volumes[i].Name] = i
 		}
 	}
+	var probs problems
 	used := map[string]bool{}
+	// A filesystem's volume is used too (filesystems are refused by the
+	// unsupported area; its volume is not a second problem).
+	for _, fs := range c.spec.Domain.Devices.Filesystems {
+		used[fs.Name] = true
+	}
 	for i := range c.spec.Domain.Devices.Disks {
 		disk, err := b.disk(i)
 		if err != nil {
-			return err
+			if err := probs.add(err); err != nil {
+				return err
+			}
+			used[c.spec.Domain.Devices.Disks[i].Name] = true
+			continue
 		}
 		d.Devices.Disks = append(d.Devices.Disks, disk)
 		used[c.spec.Domain.Devices.Disks[i].Name] = true
 	}
 	for i := range c.spec.Volumes {
 		if name := c.spec.Volumes[i].Name; !used[name] {
-			return field.Invalid(volumePath(i).Child("name"), name, "no disk uses this volume")
+			probs.add(field.Invalid(volumePath(i).Child("name"), name, "no disk uses this volume"))
 		}
 	}
-	return nil
+	return probs.err()
 }
 
 // diskBuilder carries the state shared by a VMI's disks: target names and

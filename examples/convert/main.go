@@ -16,7 +16,6 @@ import (
 	"path/filepath"
 	"strings"
 
-	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	"github.com/vmi2libvirt/vmi2libvirt/api"
 	"github.com/vmi2libvirt/vmi2libvirt/convert"
@@ -96,8 +95,8 @@ func convertFile(file string, opts convert.Options) ([]byte, error) {
 		return nil, api.InDocument(kind, errs).ToAggregate()
 	}
 	d, err := convert.Convert(vmi, opts)
-	if fe, ok := err.(*field.Error); ok {
-		return nil, api.InDocument(kind, field.ErrorList{fe})[0]
+	if ce, ok := err.(*convert.Error); ok {
+		return nil, &convert.Error{Errs: api.InDocument(kind, ce.Errs)}
 	}
 	if err != nil {
 		return nil, err

@@ -11,7 +11,6 @@ package pipeline
 import (
 	"fmt"
 
-	"k8s.io/apimachinery/pkg/util/validation/field"
 	v1 "kubevirt.io/api/core/v1"
 	"libvirt.org/go/libvirtxml"
 
@@ -58,7 +57,7 @@ func prepare(data []byte, cluster api.ClusterConfig) (*v1.VirtualMachineInstance
 //
 // The error is the first failing stage's: a *api.DecodeError from Decode,
 // the field.ErrorList of Validate as its aggregate (every error naming its
-// field path), the *field.Error or error of Convert, and a marshal failure
+// field path), the *convert.Error or error of Convert, and a marshal failure
 // prefixed with "marshal: ". Field paths are those of the document
 // (api.InDocument). Its message is what the golden error.txt files and the
 // invalid-VMI catalogue's .err files hold.
@@ -69,8 +68,8 @@ func Convert(data []byte, cluster api.ClusterConfig, opts convert.Options) (Resu
 	}
 	d, err := convert.Convert(vmi, opts)
 	if err != nil {
-		if fe, ok := err.(*field.Error); ok {
-			err = api.InDocument(kind, field.ErrorList{fe})[0]
+		if ce, ok := err.(*convert.Error); ok {
+			err = &convert.Error{Errs: api.InDocument(kind, ce.Errs)}
 		}
 		return Result{VMI: vmi}, err
 	}
