@@ -16,7 +16,6 @@ import (
 	"path/filepath"
 	"strings"
 
-
 	"github.com/vmi2libvirt/vmi2libvirt/api"
 	"github.com/vmi2libvirt/vmi2libvirt/convert"
 	"github.com/vmi2libvirt/vmi2libvirt/domain"
