@@ -46,7 +46,9 @@ const (
 // which KubeVirt still serves with the same schema, is accepted and rewritten
 // to kubevirt.io/v1) and kind VirtualMachineInstance or VirtualMachine. Empty
 // input, several documents, non-object documents and documents larger than
-// MaxDocumentSize are refused. Every error is a *DecodeError.
+// MaxDocumentSize are refused. Every error is a *DecodeError; it lists
+// every unknown or repeated field and every value of the wrong type of the
+// document, and errors.As finds each as a *field.Error.
 //
 // Unlike the Kubernetes API server, Decode refuses a quantity of more than
 // 100 characters or with an exponent beyond ±1000 ("1e-2000000000"):
@@ -94,11 +96,15 @@ func decode(data []byte) (*v1.VirtualMachineInstance, string, error) {
 		}
 		errs = append(keyErrs, errs...)
 	}
+	// The typed decode runs even after unknown or repeated keys, so that
+	// every value of the wrong type is reported with them.
+	if out != nil {
+		if err := sigsjson.UnmarshalCaseSensitivePreserveInts(js, out); err != nil {
+			errs = append(errs, locateErrors(out, js, err)...)
+		}
+	}
 	if len(errs) > 0 {
 		return nil, "", fieldErrors(errs...)
-	}
-	if err := sigsjson.UnmarshalCaseSensitivePreserveInts(js, out); err != nil {
-		return nil, "", fieldErrors(locateError(out, js, err))
 	}
 	if vm != nil {
 		vmi, err := vmFromVM(vm)
