@@ -89,18 +89,26 @@ func decode(data []byte) (*v1.VirtualMachineInstance, string, error) {
 		vm = &v1.VirtualMachine{}
 		out = vm
 	}
+	badQuantity := false
 	if out != nil {
-		keyErrs, err := checkKeys(reflect.TypeOf(out), js)
+		keyErrs, bad, err := checkKeys(reflect.TypeOf(out), js)
 		if err != nil {
 			return nil, "", docError("document is not a JSON or YAML object: expected a VirtualMachineInstance or VirtualMachine")
 		}
 		errs = append(keyErrs, errs...)
+		badQuantity = bad
 	}
 	// The typed decode runs even after unknown or repeated keys, so that
-	// every value of the wrong type is reported with them.
-	if out != nil {
+	// every value of the wrong type is reported with them; not with a
+	// quantity whose parsing would not end.
+	if out != nil && !badQuantity {
 		if err := sigsjson.UnmarshalCaseSensitivePreserveInts(js, out); err != nil {
-			errs = append(errs, locateErrors(out, js, err)...)
+			for _, fe := range locateErrors(out, js, err) {
+				// apiVersion and kind were checked by checkTypeMeta.
+				if fe.Field != "apiVersion" && fe.Field != "kind" {
+					errs = append(errs, fe)
+				}
+			}
 		}
 	}
 	if len(errs) > 0 {
