@@ -110,9 +110,27 @@ func (c *converter) identity(d *libvirtxml.Domain) error {
 	return nil
 }
 
-// path helpers shared by the areas.
+// The field paths the areas name in their errors, made once: a path is
+// only needed when something is refused.
 var (
-	specPath    = field.NewPath("spec")
-	domainPath  = specPath.Child("domain")
-	devicesPath = domainPath.Child("devices")
+	specPath                  = field.NewPath("spec")
+	domainPath                = specPath.Child("domain")
+	devicesPath               = domainPath.Child("devices")
+	disksPath                 = devicesPath.Child("disks")
+	interfacesPath            = devicesPath.Child("interfaces")
+	hostDevicesPath           = devicesPath.Child("hostDevices")
+	gpusPath                  = devicesPath.Child("gpus")
+	inputsPath                = devicesPath.Child("inputs")
+	videoPath                 = devicesPath.Child("video")
+	watchdogPath              = devicesPath.Child("watchdog")
+	hypervPath                = featuresPath.Child("hyperv")
+	poolThreadCountPath       = domainPath.Child("ioThreads", "supplementalPoolThreadCount")
+	resourcesPath             = domainPath.Child("resources")
+	pageSizePath              = memoryPath.Child("hugepages", "pageSize")
+	efiPath                   = firmwarePath.Child("bootloader", "efi")
+	kernelBootPath            = firmwarePath.Child("kernelBoot")
+	kernelBootContainerPath   = kernelBootPath.Child("container")
+	networksPath              = specPath.Child("networks")
+	volumesPath               = specPath.Child("volumes")
+	rootComplexAnnotationPath = field.NewPath("metadata", "annotations").Key(v1.PlacePCIDevicesOnRootComplex)
 )

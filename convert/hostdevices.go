@@ -45,7 +45,7 @@ func (c *converter) hostDevices(d *libvirtxml.Domain) error {
 	// spec.domain.devices.hostDevices
 	var generic, genericDRA [2][]libvirtxml.DomainHostdev
 	for i, hd := range devs.HostDevices {
-		path := devicesPath.Child("hostDevices").Index(i)
+		path := hostDevicesPath.Index(i)
 		if err := c.checkTag(path, hd.Tag); err != nil {
 			if err := probs.add(err); err != nil {
 				return err
@@ -134,7 +134,7 @@ func (c *converter) gpuHostdevs(gpus []v1.GPU) ([]libvirtxml.DomainHostdev, erro
 	var probs problems
 	displaySet := false
 	for i, gpu := range gpus {
-		path := devicesPath.Child("gpus").Index(i)
+		path := gpusPath.Index(i)
 		if err := c.checkTag(path, gpu.Tag); err != nil {
 			if err := probs.add(err); err != nil {
 				return nil, err
@@ -207,7 +207,7 @@ func (c *converter) gpuHostdevs(gpus []v1.GPU) ([]libvirtxml.DomainHostdev, erro
 // sriovHostdev passes the VF named by Options.HostDevices[iface.Name] to the
 // guest, at the interface's guest PCI address and boot order.
 func (c *converter) sriovHostdev(i int, iface *v1.Interface) (libvirtxml.DomainHostdev, error) {
-	path := devicesPath.Child("interfaces").Index(i)
+	path := interfacesPath.Index(i)
 	hostDev, _, err := c.lookupHostDevice(path.Child("sriov"), iface.Name, false, hostDevPCI)
 	if err != nil {
 		return libvirtxml.DomainHostdev{}, err

@@ -45,7 +45,7 @@ func (c *converter) interfaces(d *libvirtxml.Domain) error {
 	var probs problems
 	for i := range devs.Interfaces {
 		iface := &devs.Interfaces[i]
-		path := devicesPath.Child("interfaces").Index(i)
+		path := interfacesPath.Index(i)
 		if iface.State == v1.InterfaceStateAbsent {
 			continue
 		}
