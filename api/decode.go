@@ -290,6 +290,9 @@ func toJSON(data []byte) ([]byte, error) {
 	if err := checkSingleDocument(data); err != nil {
 		return nil, err
 	}
+	if js, ok := fastYAMLToJSON(data); ok {
+		return js, nil
+	}
 	js, err := yaml.YAMLToJSONStrict(data)
 	if err != nil {
 		return nil, docError(yamlMessage(err, data))
