@@ -54,6 +54,8 @@ type fastLine struct {
 type yamlParser struct {
 	lines []fastLine
 	pos   int
+	// free are nodes not used yet, allocated a batch at a time.
+	free []yamlNode
 	// open is set when the last line has no line break.
 	open bool
 }
@@ -68,18 +70,19 @@ func (p *yamlParser) split(data []byte) bool {
 	}
 	p.open = len(data) > 0 && data[len(data)-1] != '\n'
 	p.lines = make([]fastLine, 0, bytes.Count(data, []byte("\n"))+1)
-	for len(data) > 0 {
-		line := data
-		if i := bytes.IndexByte(data, '\n'); i >= 0 {
-			line, data = data[:i], data[i+1:]
+	text := string(data) // one copy; the lines are parts of it
+	for len(text) > 0 {
+		line := text
+		if i := strings.IndexByte(text, '\n'); i >= 0 {
+			line, text = text[:i], text[i+1:]
 		} else {
-			data = nil
+			text = ""
 		}
 		n := 0
 		for n < len(line) && line[n] == ' ' {
 			n++
 		}
-		p.lines = append(p.lines, fastLine{indent: n, text: string(line[n:])})
+		p.lines = append(p.lines, fastLine{indent: n, text: line[n:]})
 	}
 	return true
 }
@@ -97,18 +100,29 @@ func isDocStart(s string) bool { return strings.TrimRight(s, " ") == "---" }
 
 func isSeqItem(s string) bool { return s == "-" || strings.HasPrefix(s, "- ") }
 
-// yamlNode is a parsed value: an object (keys and vals), an array (vals)
-// or a scalar already in JSON (raw).
+// yamlNode is a parsed value: an object (keys and vals), an array (vals),
+// a string (text, escaped when written) or another scalar (text, its JSON).
 type yamlNode struct {
-	kind byte // '{', '[' or 's'
+	kind byte // '{', '[', '"' or 's'
 	keys []string
 	vals []*yamlNode
-	raw  string
+	text string
+}
+
+// node returns a new node of the given kind and text.
+func (p *yamlParser) node(kind byte, text string) *yamlNode {
+	if len(p.free) == 0 {
+		p.free = make([]yamlNode, 32)
+	}
+	n := &p.free[0]
+	p.free = p.free[1:]
+	n.kind, n.text = kind, text
+	return n
 }
 
 // mapping reads a block mapping whose keys are at indent.
 func (p *yamlParser) mapping(indent int) (*yamlNode, bool) {
-	n := &yamlNode{kind: '{'}
+	n := p.node('{', "")
 	for {
 		p.skipBlank()
 		if p.pos == len(p.lines) || p.lines[p.pos].indent < indent {
@@ -145,7 +159,7 @@ func (p *yamlParser) mapping(indent int) (*yamlNode, bool) {
 func (p *yamlParser) nested(indent int) (*yamlNode, bool) {
 	p.skipBlank()
 	if p.pos == len(p.lines) {
-		return &yamlNode{kind: 's', raw: "null"}, true
+		return p.node('s', "null"), true
 	}
 	l := p.lines[p.pos]
 	switch {
@@ -156,13 +170,13 @@ func (p *yamlParser) nested(indent int) (*yamlNode, bool) {
 	case l.indent == indent && isSeqItem(l.text):
 		return p.sequence(indent)
 	}
-	return &yamlNode{kind: 's', raw: "null"}, true
+	return p.node('s', "null"), true
 }
 
 // inline reads a scalar, {} or [] written after a key or dash at indent;
 // no line may continue it.
 func (p *yamlParser) inline(indent int, text string) (*yamlNode, bool) {
-	raw, ok := scalarJSON(text)
+	kind, s, ok := scalar(text)
 	if !ok {
 		return nil, false
 	}
@@ -170,12 +184,12 @@ func (p *yamlParser) inline(indent int, text string) (*yamlNode, bool) {
 	if p.pos < len(p.lines) && p.lines[p.pos].indent > indent {
 		return nil, false
 	}
-	return &yamlNode{kind: 's', raw: raw}, true
+	return p.node(kind, s), true
 }
 
 // sequence reads a block sequence whose dashes are at indent.
 func (p *yamlParser) sequence(indent int) (*yamlNode, bool) {
-	n := &yamlNode{kind: '['}
+	n := p.node('[', "")
 	for {
 		p.skipBlank()
 		if p.pos == len(p.lines) || p.lines[p.pos].indent < indent || !isSeqItem(p.lines[p.pos].text) {
@@ -261,7 +275,7 @@ func (p *yamlParser) literal(indent int, header string) (*yamlNode, bool) {
 	if keep && s != "" {
 		s += "\n"
 	}
-	return &yamlNode{kind: 's', raw: string(appendJSONString(nil, s))}, true
+	return p.node('"', s), true
 }
 
 // splitKey splits "key: rest" or "key:" with a plain key that YAML reads
@@ -277,7 +291,7 @@ func splitKey(s string) (key, rest string, ok bool) {
 		return "", "", false
 	}
 	key = s[:i]
-	if raw, ok := plainJSON(key); !ok || raw[0] != '"' {
+	if kind, _, ok := plain(key); !ok || kind != '"' {
 		return "", "", false
 	}
 	return key, stripComment(s[i+1:]), true
@@ -299,15 +313,16 @@ func stripComment(s string) string {
 	return strings.TrimRight(s, " ")
 }
 
-// scalarJSON returns the JSON of the value text after a key or dash.
-func scalarJSON(text string) (string, bool) {
+// scalar reads the value text after a key or dash: a string ('"' and its
+// text) or another JSON value ('s' and its JSON).
+func scalar(text string) (kind byte, s string, ok bool) {
 	switch text[0] {
 	case '"':
 		end := strings.IndexByte(text[1:], '"') + 1
 		if end == 0 || strings.IndexByte(text[:end], '\\') >= 0 || stripComment(text[end+1:]) != "" {
-			return "", false
+			return 0, "", false
 		}
-		return string(appendJSONString(nil, text[1:end])), true
+		return '"', text[1:end], true
 	case '\'':
 		var b strings.Builder
 		for i := 1; i < len(text); i++ {
@@ -321,55 +336,54 @@ func scalarJSON(text string) (string, bool) {
 				continue
 			}
 			if stripComment(text[i+1:]) != "" {
-				return "", false
+				return 0, "", false
 			}
-			return string(appendJSONString(nil, b.String())), true
+			return '"', b.String(), true
 		}
-		return "", false
+		return 0, "", false
 	}
-	s := stripComment(text)
+	s = stripComment(text)
 	switch s {
-	case "{}":
-		return "{}", true
-	case "[]":
-		return "[]", true
+	case "{}", "[]":
+		return 's', s, true
 	}
-	return plainJSON(s)
+	return plain(s)
 }
 
-// plainJSON returns the JSON of a plain scalar as YAML 1.1 (yaml.v2)
-// resolves it: null, a boolean, an integer as written, or a string; false
-// for text the fast path leaves to the YAML library (indicators, a ": "
-// inside, anything that may be a number other than a plain integer).
-func plainJSON(s string) (string, bool) {
+// plain resolves a plain scalar as YAML 1.1 (yaml.v2) does: null, a
+// boolean or an integer as written (kind 's', its JSON), or a string (kind
+// '"'); false for text the fast path leaves to the YAML library
+// (indicators, a ": " inside, anything that may be a number other than a
+// plain integer).
+func plain(s string) (kind byte, json string, ok bool) {
 	if s == "" || s == "<<" || strings.Contains(s, ": ") || strings.HasSuffix(s, ":") || strings.ContainsAny(s, "{}[]\"") {
-		return "", false
+		return 0, "", false
 	}
 	switch c := s[0]; {
 	case strings.IndexByte("?:,#&*!|>'%@`", c) >= 0, c == '-' && (len(s) == 1 || s[1] == ' '):
-		return "", false
+		return 0, "", false
 	case c == '+' || c == '-' || c == '.' || '0' <= c && c <= '9':
 		if plainInt(s) {
-			return s, true
+			return 's', s, true
 		}
 		switch strings.TrimLeft(s, "+-") {
 		case ".inf", ".Inf", ".INF", ".nan", ".NaN", ".NAN":
-			return "", false
+			return 0, "", false
 		}
 		if strings.Trim(s, "0123456789abcdefABCDEFxXoObB_+-.eE") == "" {
-			return "", false // may be a number in some base, a float, .inf or .nan
+			return 0, "", false // may be a number in some base or a float
 		}
-		return string(appendJSONString(nil, s)), true
+		return '"', s, true
 	}
 	switch s {
 	case "~", "null", "Null", "NULL":
-		return "null", true
+		return 's', "null", true
 	case "y", "Y", "yes", "Yes", "YES", "true", "True", "TRUE", "on", "On", "ON":
-		return "true", true
+		return 's', "true", true
 	case "n", "N", "no", "No", "NO", "false", "False", "FALSE", "off", "Off", "OFF":
-		return "false", true
+		return 's', "false", true
 	}
-	return string(appendJSONString(nil, s)), true
+	return '"', s, true
 }
 
 // plainInt tells whether s is an integer written as JSON writes it: "0",
@@ -442,6 +456,8 @@ func (n *yamlNode) appendJSON(b []byte) []byte {
 			b = v.appendJSON(b)
 		}
 		return append(b, ']')
+	case '"':
+		return appendJSONString(b, n.text)
 	}
-	return append(b, n.raw...)
+	return append(b, n.text...)
 }
