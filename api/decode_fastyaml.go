@@ -370,7 +370,7 @@ func plain(s string) (kind byte, json string, ok bool) {
 		case ".inf", ".Inf", ".INF", ".nan", ".NaN", ".NAN":
 			return 0, "", false
 		}
-		if strings.Trim(s, "0123456789abcdefABCDEFxXoObB_+-.eE") == "" {
+		if strings.Trim(s, "0123456789abcdefABCDEFxXoO_+-.") == "" {
 			return 0, "", false // may be a number in some base or a float
 		}
 		return '"', s, true
