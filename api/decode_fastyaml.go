@@ -2,7 +2,9 @@ package api
 
 import (
 	"bytes"
+	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 )
 
@@ -366,12 +368,8 @@ func plain(s string) (kind byte, json string, ok bool) {
 		if plainInt(s) {
 			return 's', s, true
 		}
-		switch strings.TrimLeft(s, "+-") {
-		case ".inf", ".Inf", ".INF", ".nan", ".NaN", ".NAN":
+		if mayBeNumber(s) {
 			return 0, "", false
-		}
-		if strings.Trim(s, "0123456789abcdefABCDEFxXoO_+-.") == "" {
-			return 0, "", false // may be a number in some base or a float
 		}
 		return '"', s, true
 	}
@@ -384,6 +382,34 @@ func plain(s string) (kind byte, json string, ok bool) {
 		return 's', "false", true
 	}
 	return '"', s, true
+}
+
+// yamlFloat is yaml.v2's pattern of a float.
+var yamlFloat = regexp.MustCompile(`^[-+]?(\.[0-9]+|[0-9]+(\.[0-9]*)?)([eE][-+]?[0-9]+)?$`)
+
+// mayBeNumber tells whether yaml.v2 may read the plain scalar s, which
+// starts with a sign, a dot or a digit, as something other than a string:
+// it tries what yaml.v2's resolve tries (.inf and .nan, integers in any
+// base with "_" removed, floats, 0b binary) and says yes when any of them
+// could succeed. A timestamp stays a string when decoded into an
+// interface, as here.
+func mayBeNumber(s string) bool {
+	switch strings.TrimLeft(s, "+-") {
+	case ".inf", ".Inf", ".INF", ".nan", ".NaN", ".NAN":
+		return true
+	}
+	if s[0] == '.' {
+		_, err := strconv.ParseFloat(s, 64)
+		return err == nil
+	}
+	plain := strings.ReplaceAll(s, "_", "")
+	if _, err := strconv.ParseInt(plain, 0, 64); err == nil {
+		return true
+	}
+	if _, err := strconv.ParseUint(plain, 0, 64); err == nil {
+		return true
+	}
+	return yamlFloat.MatchString(plain) || strings.HasPrefix(plain, "0b") || strings.HasPrefix(plain, "-0b")
 }
 
 // plainInt tells whether s is an integer written as JSON writes it: "0",

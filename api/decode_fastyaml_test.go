@@ -78,6 +78,7 @@ func TestFastYAMLScalars(t *testing.T) {
 		"123456789012345678", "1234567890123456789", "99999999999999999999",
 		"2Gi", "64Mi", "10.0.2.2", "2020-01-02", "2020-01-02T03:04:05Z", "http://x/y", "a#b", "a #b",
 		"'it''s'", `"q<>&"`, `"a\nb"`, "'a' # c", "<<", "-x", "+1", "1:30", "a b  c",
+		"5d307ca9-b3ef-428c-8861-06e72d69f223", "0.5", "1.", "-.5", "0b", "0b2", "+0x1f", "1e", "1f", "1e3x", ".x", "0xg", "-0b11", "1__0",
 	} {
 		checkFastYAML(t, v, []byte("apiVersion: kubevirt.io/v1\nkind: VirtualMachineInstance\nmetadata:\n  name: "+v+"\n"))
 	}
