@@ -398,6 +398,9 @@ func mayBeNumber(s string) bool {
 	case ".inf", ".Inf", ".INF", ".nan", ".NaN", ".NAN":
 		return true
 	}
+	if strings.Trim(s, "0123456789abcdefABCDEFxXoO_+-.") != "" {
+		return false // a byte no number has (and no allocating parse)
+	}
 	if s[0] == '.' {
 		_, err := strconv.ParseFloat(s, 64)
 		return err == nil
