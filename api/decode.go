@@ -46,7 +46,9 @@ const (
 // which KubeVirt still serves with the same schema, is accepted and rewritten
 // to kubevirt.io/v1) and kind VirtualMachineInstance or VirtualMachine. Empty
 // input, several documents, non-object documents and documents larger than
-// MaxDocumentSize are refused. Every error is a *DecodeError.
+// MaxDocumentSize are refused. Every error is a *DecodeError; it lists
+// every unknown or repeated field and every value of the wrong type of the
+// document, and errors.As finds each as a *field.Error.
 //
 // Unlike the Kubernetes API server, Decode refuses a quantity of more than
 // 100 characters or with an exponent beyond ±1000 ("1e-2000000000"):
@@ -87,18 +89,30 @@ func decode(data []byte) (*v1.VirtualMachineInstance, string, error) {
 		vm = &v1.VirtualMachine{}
 		out = vm
 	}
+	badQuantity := false
 	if out != nil {
-		keyErrs, err := checkKeys(reflect.TypeOf(out), js)
+		keyErrs, bad, err := checkKeys(reflect.TypeOf(out), js)
 		if err != nil {
 			return nil, "", docError("document is not a JSON or YAML object: expected a VirtualMachineInstance or VirtualMachine")
 		}
 		errs = append(keyErrs, errs...)
+		badQuantity = bad
+	}
+	// The typed decode runs even after unknown or repeated keys, so that
+	// every value of the wrong type is reported with them; not with a
+	// quantity whose parsing would not end.
+	if out != nil && !badQuantity {
+		if err := sigsjson.UnmarshalCaseSensitivePreserveInts(js, out); err != nil {
+			for _, fe := range locateErrors(out, js, err) {
+				// apiVersion and kind were checked by checkTypeMeta.
+				if fe.Field != "apiVersion" && fe.Field != "kind" {
+					errs = append(errs, fe)
+				}
+			}
+		}
 	}
 	if len(errs) > 0 {
 		return nil, "", fieldErrors(errs...)
-	}
-	if err := sigsjson.UnmarshalCaseSensitivePreserveInts(js, out); err != nil {
-		return nil, "", fieldErrors(locateError(out, js, err))
 	}
 	if vm != nil {
 		vmi, err := vmFromVM(vm)
@@ -275,6 +289,9 @@ func toJSON(data []byte) ([]byte, error) {
 	}
 	if err := checkSingleDocument(data); err != nil {
 		return nil, err
+	}
+	if js, ok := fastYAMLToJSON(data); ok {
+		return js, nil
 	}
 	js, err := yaml.YAMLToJSONStrict(data)
 	if err != nil {

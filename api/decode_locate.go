@@ -14,72 +14,75 @@ import (
 	sigsjson "sigs.k8s.io/json"
 )
 
-// locateError finds where in js the value is that made decoding into out
-// fail with err, and returns a field error at that path. The JSON decoder
-// names no path for errors of custom decoders (quantities, times) and only a
-// path without list indexes for type errors, so this walks the document
-// again, decoding each member on its own until it reaches the smallest one
-// that fails. It runs only when decoding already failed.
-func locateError(out any, js []byte, err error) *field.Error {
-	t := reflect.TypeOf(out)
-	p, leafErr := locate(t, js, nil, err)
-	if p == nil {
-		p = field.NewPath("<document>")
+// locateErrors finds where in js the values are that made decoding into
+// out fail with err, and returns a field error at each of their paths. The
+// JSON decoder stops at the first bad value, names no path for errors of
+// custom decoders (quantities, times) and only a path without list indexes
+// for type errors, so this walks the document again, decoding each member
+// on its own and going down into every one that fails, to the smallest
+// values that fail. Members of an object are visited in the order of their
+// keys. It runs only when decoding already failed.
+func locateErrors(out any, js []byte, err error) field.ErrorList {
+	var errs field.ErrorList
+	locate(reflect.TypeOf(out), js, nil, err, &errs)
+	if len(errs) == 0 {
+		errs = append(errs, field.Invalid(field.NewPath("<document>"), nil, decodeMessage(err)))
 	}
-	return field.Invalid(p, nil, decodeMessage(leafErr))
+	return errs
 }
 
-// locate returns the deepest path below p whose value does not decode into
-// t, with that value's decode error; p and err itself when no member fails on
-// its own.
-func locate(t reflect.Type, js []byte, p *field.Path, err error) (*field.Path, error) {
+// locate adds to errs an error for every smallest member below p whose
+// value does not decode into t; for p itself, with err, when no member
+// fails on its own.
+func locate(t reflect.Type, js []byte, p *field.Path, err error, errs *field.ErrorList) {
 	for t.Kind() == reflect.Pointer {
 		t = t.Elem()
 	}
-	if isLeaf(t) {
-		return p, err
-	}
-	switch t.Kind() {
-	case reflect.Struct:
-		obj, keys, ok := members(js)
-		if !ok {
-			return p, err
-		}
-		fields := fieldsOf(t)
-		for _, k := range keys {
-			ft, ok := fields[k]
-			if !ok {
-				continue
+	found := false
+	if !isLeaf(t) {
+		switch t.Kind() {
+		case reflect.Struct:
+			if obj, keys, ok := members(js); ok {
+				fields := fieldsOf(t)
+				for _, k := range keys {
+					ft, ok := fields[k]
+					if !ok {
+						continue
+					}
+					if cerr := decodeInto(ft, obj[k]); cerr != nil {
+						locate(ft, obj[k], child(p, k), cerr, errs)
+						found = true
+					}
+				}
 			}
-			if cerr := decodeInto(ft, obj[k]); cerr != nil {
-				return locate(ft, obj[k], child(p, k), cerr)
+		case reflect.Slice:
+			var items []json.RawMessage
+			if t.Elem().Kind() != reflect.Uint8 && json.Unmarshal(js, &items) == nil {
+				for i, it := range items {
+					if cerr := decodeInto(t.Elem(), it); cerr != nil {
+						locate(t.Elem(), it, index(p, i), cerr, errs)
+						found = true
+					}
+				}
 			}
-		}
-	case reflect.Slice:
-		if t.Elem().Kind() == reflect.Uint8 {
-			return p, err
-		}
-		var items []json.RawMessage
-		if json.Unmarshal(js, &items) != nil {
-			return p, err
-		}
-		for i, it := range items {
-			if cerr := decodeInto(t.Elem(), it); cerr != nil {
-				return locate(t.Elem(), it, index(p, i), cerr)
-			}
-		}
-	case reflect.Map:
-		obj, keys, ok := members(js)
-		if !ok {
-			return p, err
-		}
-		for _, k := range keys {
-			if cerr := decodeInto(t.Elem(), obj[k]); cerr != nil {
-				return locate(t.Elem(), obj[k], key(p, k), cerr)
+		case reflect.Map:
+			if obj, keys, ok := members(js); ok {
+				for _, k := range keys {
+					if cerr := decodeInto(t.Elem(), obj[k]); cerr != nil {
+						locate(t.Elem(), obj[k], key(p, k), cerr, errs)
+						found = true
+					}
+				}
 			}
 		}
 	}
-	return p, err
+	if !found {
+		at := p
+		if at == nil {
+			at = field.NewPath("<document>")
+		}
+		*errs = append(*errs, field.Invalid(at, nil, decodeMessage(err)))
+	}
 }
 
 // members splits a JSON object into its members, with its keys sorted so

@@ -129,7 +129,7 @@ func FuzzCheckKeys(f *testing.F) {
 		if err != nil {
 			return
 		}
-		got, err := checkKeys(vmiType, data)
+		got, _, err := checkKeys(vmiType, data)
 		if err != nil {
 			t.Fatalf("checkKeys refused valid JSON: %v", err)
 		}

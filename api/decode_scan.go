@@ -28,6 +28,9 @@ type jsonScan struct {
 	record bool
 	count  int
 	errs   field.ErrorList
+	// quantities counts the quantities quantity.Check refuses: the typed
+	// decode must not see them.
+	quantities int
 }
 
 // scanHeader reads the top-level apiVersion and kind of a JSON object. The
@@ -85,20 +88,21 @@ func scanHeader(js []byte) (map[string]any, error) {
 // checkKeys returns an error for every key of the JSON document js that no
 // field of t (a pointer to a struct type) takes, for every key repeated
 // within an object, and for every quantity quantity.Check refuses, in
-// document order.
-func checkKeys(t reflect.Type, js []byte) (field.ErrorList, error) {
+// document order; badQuantity tells whether there is one of the last kind,
+// in which case the document must not be decoded.
+func checkKeys(t reflect.Type, js []byte) (errs field.ErrorList, badQuantity bool, err error) {
 	s := &jsonScan{data: js}
 	if err := s.value(t, nil); err != nil {
-		return nil, err
+		return nil, false, err
 	}
 	if s.count == 0 {
-		return nil, nil
+		return nil, false, nil
 	}
 	s = &jsonScan{data: js, record: true}
 	if err := s.value(t, nil); err != nil {
-		return nil, err
+		return nil, false, err
 	}
-	return s.errs, nil
+	return s.errs, s.quantities > 0, nil
 }
 
 // keyKind says how the keys of an object are checked.
@@ -181,6 +185,7 @@ func (s *jsonScan) quantity(p *field.Path) error {
 	}
 	if err := quantity.Check(text); err != nil {
 		s.count++
+		s.quantities++
 		if s.record {
 			s.errs = append(s.errs, field.Invalid(p, text, err.Error()))
 		}

@@ -16,4 +16,13 @@
 // environment, the clock or randomness, and the same input always gives
 // the same output (a VMI without firmware.uuid gets FirmwareUUID of its
 // namespace and name, not KubeVirt's random one).
+//
+// Decode is strict in one pass over the JSON and one typed decode: YAML is
+// turned into JSON (by a fast reader of plain block YAML, decode_fastyaml.go,
+// or by the YAML library for anything else, with the same JSON either way),
+// a scanner checks every key against the Go types without building a tree
+// (decode_scan.go), and sigs.k8s.io/json decodes. Only when that fails is
+// the document walked again, to name every bad value's path
+// (decode_locate.go). A *DecodeError lists every problem found and unwraps
+// to each *field.Error.
 package api

@@ -34,6 +34,19 @@ func (e *DecodeError) Error() string {
 	return b.String()
 }
 
+// Unwrap returns each field error (none for a problem of the whole
+// document), so that errors.As finds a *field.Error.
+func (e *DecodeError) Unwrap() []error {
+	if len(e.Errs) == 0 {
+		return nil
+	}
+	out := make([]error, len(e.Errs))
+	for i, fe := range e.Errs {
+		out[i] = fe
+	}
+	return out
+}
+
 // decodeErrorLine prints one field error of decoding. Unknown and duplicate
 // fields read "path: unknown field" / "path: duplicate field"; the others
 // use field.Error's own wording.

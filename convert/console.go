@@ -13,25 +13,38 @@ func (c *converter) console(d *libvirtxml.Domain) error {
 	if switchedOff(devs.AutoattachSerialConsole) {
 		return nil
 	}
-	port := uint(0)
-	serial := libvirtxml.DomainSerial{
-		Target: &libvirtxml.DomainSerialTarget{Port: &port},
-		Source: &libvirtxml.DomainChardevSource{
-			UNIX: &libvirtxml.DomainChardevSourceUNIX{Mode: "bind", Path: c.paths.SerialSocket},
-		},
-	}
+	p := new(consoleParts)
+	p.serialTarget.Port = &p.serialPort
+	p.unix = libvirtxml.DomainChardevSourceUNIX{Mode: "bind", Path: c.paths.SerialSocket}
+	p.serialSource.UNIX = &p.unix
+	serial := libvirtxml.DomainSerial{Target: &p.serialTarget, Source: &p.serialSource}
 	logging := c.opts.SerialConsoleLog
 	if devs.LogSerialConsole != nil {
 		logging = *devs.LogSerialConsole
 	}
 	if logging {
-		serial.Log = &libvirtxml.DomainChardevLog{File: c.paths.SerialLog, Append: "on"}
+		p.log = libvirtxml.DomainChardevLog{File: c.paths.SerialLog, Append: "on"}
+		serial.Log = &p.log
 	}
 	d.Devices.Serials = append(d.Devices.Serials, serial)
-	consolePort := uint(0)
+	p.consoleSource.Pty = &p.pty
+	p.consoleTarget = libvirtxml.DomainConsoleTarget{Type: "serial", Port: &p.consolePort}
 	d.Devices.Consoles = append(d.Devices.Consoles, libvirtxml.DomainConsole{
-		Source: &libvirtxml.DomainChardevSource{Pty: &libvirtxml.DomainChardevSourcePty{}},
-		Target: &libvirtxml.DomainConsoleTarget{Type: "serial", Port: &consolePort},
+		Source: &p.consoleSource,
+		Target: &p.consoleTarget,
 	})
 	return nil
+}
+
+// consoleParts are what the serial port and the console point to,
+// allocated together.
+type consoleParts struct {
+	serialPort, consolePort uint
+	serialTarget            libvirtxml.DomainSerialTarget
+	serialSource            libvirtxml.DomainChardevSource
+	unix                    libvirtxml.DomainChardevSourceUNIX
+	log                     libvirtxml.DomainChardevLog
+	consoleSource           libvirtxml.DomainChardevSource
+	pty                     libvirtxml.DomainChardevSourcePty
+	consoleTarget           libvirtxml.DomainConsoleTarget
 }

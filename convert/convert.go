@@ -18,12 +18,15 @@ type converter struct {
 	// virtioModel is the model of virtio devices: "virtio-non-transitional",
 	// or "virtio-transitional" when the VMI asks for transitional devices.
 	virtioModel string
+	// errs are the problems found so far (refuse).
+	errs field.ErrorList
 }
 
 // Convert turns a VMI into a libvirt domain. The VMI should have been
 // defaulted (api.Default) and validated (api.Validate) first; Convert
-// refuses, with a *field.Error naming the field, anything it cannot honour.
-// It does not modify vmi.
+// refuses anything it cannot honour with an *Error that lists every such
+// field, each a *field.Error naming its path. A nil VMI or Layout is a
+// plain error. It does not modify vmi.
 func Convert(vmi *v1.VirtualMachineInstance, opts Options) (*libvirtxml.Domain, error) {
 	if vmi == nil {
 		return nil, fmt.Errorf("convert: nil VirtualMachineInstance")
@@ -78,8 +81,13 @@ func Convert(vmi *v1.VirtualMachineInstance, opts Options) (*libvirtxml.Domain, 
 		(*converter).rootComplex,
 	} {
 		if err := area(c, d); err != nil {
-			return nil, err
+			if err := c.refuse(err); err != nil {
+				return nil, err
+			}
 		}
+	}
+	if len(c.errs) > 0 {
+		return nil, &Error{Errs: c.errs}
 	}
 	return d, nil
 }
@@ -102,9 +110,27 @@ func (c *converter) identity(d *libvirtxml.Domain) error {
 	return nil
 }
 
-// path helpers shared by the areas.
+// The field paths the areas name in their errors, made once: a path is
+// only needed when something is refused.
 var (
-	specPath    = field.NewPath("spec")
-	domainPath  = specPath.Child("domain")
-	devicesPath = domainPath.Child("devices")
+	specPath                  = field.NewPath("spec")
+	domainPath                = specPath.Child("domain")
+	devicesPath               = domainPath.Child("devices")
+	disksPath                 = devicesPath.Child("disks")
+	interfacesPath            = devicesPath.Child("interfaces")
+	hostDevicesPath           = devicesPath.Child("hostDevices")
+	gpusPath                  = devicesPath.Child("gpus")
+	inputsPath                = devicesPath.Child("inputs")
+	videoPath                 = devicesPath.Child("video")
+	watchdogPath              = devicesPath.Child("watchdog")
+	hypervPath                = featuresPath.Child("hyperv")
+	poolThreadCountPath       = domainPath.Child("ioThreads", "supplementalPoolThreadCount")
+	resourcesPath             = domainPath.Child("resources")
+	pageSizePath              = memoryPath.Child("hugepages", "pageSize")
+	efiPath                   = firmwarePath.Child("bootloader", "efi")
+	kernelBootPath            = firmwarePath.Child("kernelBoot")
+	kernelBootContainerPath   = kernelBootPath.Child("container")
+	networksPath              = specPath.Child("networks")
+	volumesPath               = specPath.Child("volumes")
+	rootComplexAnnotationPath = field.NewPath("metadata", "annotations").Key(v1.PlacePCIDevicesOnRootComplex)
 )

@@ -40,10 +40,12 @@ func (c *converter) cpu(d *libvirtxml.Domain) error {
 		// the first socket's vCPUs can never be unplugged.
 		fixed := t.cores * t.threads
 		t.sockets = uint(spec.MaxSockets)
-		vcpus := &libvirtxml.DomainVCPUs{}
+		vcpus := &libvirtxml.DomainVCPUs{VCPU: make([]libvirtxml.DomainVCPUsVCPU, 0, t.count())}
+		ids := make([]uint, t.count())
 		for id := range t.count() {
+			ids[id] = id
 			vcpus.VCPU = append(vcpus.VCPU, libvirtxml.DomainVCPUsVCPU{
-				Id:           &id,
+				Id:           &ids[id],
 				Enabled:      boolYesNo(id < booted),
 				Hotpluggable: boolYesNo(id >= fixed),
 			})

@@ -33,21 +33,45 @@ func (c *converter) disks(d *libvirtxml.Domain) error {
 			b.volumes[c.spec.Volumes[i].Name] = i
 		}
 	}
+	var probs problems
 	used := map[string]bool{}
+	// A filesystem's volume is used too (filesystems are refused by the
+	// unsupported area; its volume is not a second problem).
+	for _, fs := range c.spec.Domain.Devices.Filesystems {
+		used[fs.Name] = true
+	}
 	for i := range c.spec.Domain.Devices.Disks {
 		disk, err := b.disk(i)
 		if err != nil {
-			return err
+			if err := probs.add(err); err != nil {
+				return err
+			}
+			used[c.spec.Domain.Devices.Disks[i].Name] = true
+			continue
 		}
 		d.Devices.Disks = append(d.Devices.Disks, disk)
 		used[c.spec.Domain.Devices.Disks[i].Name] = true
 	}
 	for i := range c.spec.Volumes {
 		if name := c.spec.Volumes[i].Name; !used[name] {
-			return field.Invalid(volumePath(i).Child("name"), name, "no disk uses this volume")
+			probs.add(field.Invalid(volumePath(i).Child("name"), name, "no disk uses this volume"))
 		}
 	}
-	return nil
+	return probs.err()
+}
+
+// diskParts are the parts every disk points to, allocated together.
+type diskParts struct {
+	target libvirtxml.DomainDiskTarget
+	alias  libvirtxml.DomainAlias
+	driver libvirtxml.DomainDiskDriver
+}
+
+// fileSourceParts are a file source and what it points to, allocated
+// together.
+type fileSourceParts struct {
+	source libvirtxml.DomainDiskSource
+	file   libvirtxml.DomainDiskSourceFile
 }
 
 // diskBuilder carries the state shared by a VMI's disks: target names and
@@ -93,19 +117,16 @@ func deviceOf(disk *v1.Disk, p *field.Path) (diskDevice, error) {
 	case kinds > 1:
 		return dev, field.Invalid(p, disk.Name, "only one of disk, lun or cdrom may be set")
 	}
-	busPath := p.Child(dev.device, "bus")
-	if dev.device == "cdrom" {
-		busPath = p.Child("cdrom", "bus")
-	}
+	busPath := func() *field.Path { return p.Child(dev.device, "bus") }
 	switch _, known := busPrefix[dev.bus]; {
 	case dev.bus == "":
-		return dev, field.Required(busPath, "api.Default sets it")
+		return dev, field.Required(busPath(), "api.Default sets it")
 	case !known:
-		return dev, field.NotSupported(busPath, dev.bus, diskBuses)
+		return dev, field.NotSupported(busPath(), dev.bus, diskBuses)
 	case dev.device == "cdrom" && dev.bus == v1.DiskBusVirtio:
-		return dev, field.Invalid(busPath, dev.bus, "a CD-ROM cannot be on the virtio bus")
+		return dev, field.Invalid(busPath(), dev.bus, "a CD-ROM cannot be on the virtio bus")
 	case dev.device == "lun" && dev.bus != v1.DiskBusSCSI && dev.bus != v1.DiskBusVirtio:
-		return dev, field.NotSupported(busPath, dev.bus, []string{string(v1.DiskBusSCSI), string(v1.DiskBusVirtio)})
+		return dev, field.NotSupported(busPath(), dev.bus, []string{string(v1.DiskBusSCSI), string(v1.DiskBusVirtio)})
 	case dev.device == "disk" && dev.bus == v1.DiskBusSATA && dev.readOnly:
 		return dev, field.Invalid(p.Child("disk", "readonly"), true, "SATA hard disks cannot be read-only")
 	}
@@ -135,7 +156,7 @@ var (
 func (b *diskBuilder) disk(i int) (libvirtxml.DomainDisk, error) {
 	c := b.c
 	spec := &c.spec.Domain.Devices.Disks[i]
-	p := devicesPath.Child("disks").Index(i)
+	p := disksPath.Index(i)
 	dev, err := deviceOf(spec, p)
 	if err != nil {
 		return libvirtxml.DomainDisk{}, err
@@ -145,11 +166,14 @@ func (b *diskBuilder) disk(i int) (libvirtxml.DomainDisk, error) {
 	}
 
 	target, unit := b.names.name(spec.Name, dev.bus)
+	parts := new(diskParts)
+	parts.target = libvirtxml.DomainDiskTarget{Dev: target, Bus: string(dev.bus), Tray: string(dev.tray)}
+	parts.alias = libvirtxml.DomainAlias{Name: "ua-" + spec.Name}
 	out := libvirtxml.DomainDisk{
 		Device: dev.device,
-		Target: &libvirtxml.DomainDiskTarget{Dev: target, Bus: string(dev.bus), Tray: string(dev.tray)},
+		Target: &parts.target,
 		Serial: spec.Serial,
-		Alias:  &libvirtxml.DomainAlias{Name: "ua-" + spec.Name},
+		Alias:  &parts.alias,
 	}
 	// SCSI disks and LUNs sit at the unit their name gives on controller 0,
 	// as KubeVirt places them; a SCSI CD-ROM gets no address and libvirt
@@ -181,7 +205,8 @@ func (b *diskBuilder) disk(i int) (libvirtxml.DomainDisk, error) {
 		}
 		out.Shareable = &libvirtxml.DomainDiskShareable{}
 	}
-	driver := &libvirtxml.DomainDiskDriver{Name: "qemu", Cache: cache, IO: string(spec.IO)}
+	driver := &parts.driver
+	*driver = libvirtxml.DomainDiskDriver{Name: "qemu", Cache: cache, IO: string(spec.IO)}
 	if dev.device != "cdrom" {
 		driver.Discard = "unmap"
 	}
@@ -284,15 +309,17 @@ func (b *diskBuilder) source(out *libvirtxml.DomainDisk, spec *v1.Disk, dev disk
 	if err != nil {
 		return err
 	}
-	kinds := volumeKinds(vol)
-	if len(kinds) != 1 {
+	kind, n := volumeKindOf(vol)
+	if n != 1 {
 		return field.Invalid(volumePath(index), vol.Name, "a volume has exactly one source")
 	}
-	kind := kinds[0]
 
 	switch src.Type {
 	case "", "file":
-		out.Source = &libvirtxml.DomainDiskSource{File: &libvirtxml.DomainDiskSourceFile{File: src.Path}}
+		parts := new(fileSourceParts)
+		parts.file = libvirtxml.DomainDiskSourceFile{File: src.Path}
+		parts.source = libvirtxml.DomainDiskSource{File: &parts.file}
+		out.Source = &parts.source
 	case "block":
 		out.Source = &libvirtxml.DomainDiskSource{Block: &libvirtxml.DomainDiskSourceBlock{Dev: src.Path}}
 	default:

@@ -88,7 +88,7 @@ func hyperv(f *v1.Features) (*libvirtxml.DomainFeatureHyperV, error) {
 		}
 		return nil, nil
 	}
-	hvPath := featuresPath.Child("hyperv")
+	hvPath := hypervPath
 	if passthrough {
 		return nil, field.Forbidden(featuresPath.Child("hypervPassthrough"), "may not be combined with spec.domain.features.hyperv")
 	}

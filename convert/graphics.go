@@ -22,7 +22,6 @@ var videoTypes = []string{"vga", "bochs", "virtio", "cirrus", "ramfb", "qxl"}
 // VGA for the others. autoattachGraphicsDevice false leaves both out.
 func (c *converter) graphics(d *libvirtxml.Domain) error {
 	devs := &c.spec.Domain.Devices
-	videoPath := devicesPath.Child("video")
 	if switchedOff(devs.AutoattachGraphicsDevice) {
 		if devs.Video != nil {
 			return field.Forbidden(videoPath, "a video device needs graphics; autoattachGraphicsDevice is false")

@@ -41,23 +41,31 @@ const (
 func (c *converter) hostDevices(d *libvirtxml.Domain) error {
 	devs := c.spec.Domain.Devices
 
+	var probs problems
 	// spec.domain.devices.hostDevices
 	var generic, genericDRA [2][]libvirtxml.DomainHostdev
 	for i, hd := range devs.HostDevices {
-		path := devicesPath.Child("hostDevices").Index(i)
+		path := hostDevicesPath.Index(i)
 		if err := c.checkTag(path, hd.Tag); err != nil {
-			return err
+			if err := probs.add(err); err != nil {
+				return err
+			}
+			continue
 		}
 		dra := hd.DeviceName == "" && hd.ClaimRequest != nil
 		hostDev, kind, err := c.lookupHostDevice(path, hd.Name, dra, hostDevPCI, hostDevMdev, hostDevUSB)
 		if err != nil {
-			return err
+			if err := probs.add(err); err != nil {
+				return err
+			}
+			continue
 		}
 		if kind == hostDevUSB {
 			// libvirtxml writes <product> before <vendor>, an order libvirt's
 			// schema refuses; the host bus and device numbers would do, but
 			// Options has no field for them yet.
-			return field.Invalid(path, hd.Name, fmt.Sprintf("Options.HostDevices[%q] gives a USB vendor and product; USB host devices are not supported yet (libvirtxml writes them in an order libvirt's schema refuses)", hd.Name))
+			probs.add(field.Invalid(path, hd.Name, fmt.Sprintf("Options.HostDevices[%q] gives a USB vendor and product; USB host devices are not supported yet (libvirtxml writes them in an order libvirt's schema refuses)", hd.Name)))
+			continue
 		}
 		prefix := aliasPrefixHostDevice
 		if dra {
@@ -76,7 +84,7 @@ func (c *converter) hostDevices(d *libvirtxml.Domain) error {
 
 	// spec.domain.devices.gpus
 	gpus, err := c.gpuHostdevs(devs.GPUs)
-	if err != nil {
+	if err := probs.add(err); err != nil {
 		return err
 	}
 
@@ -89,12 +97,18 @@ func (c *converter) hostDevices(d *libvirtxml.Domain) error {
 		}
 		dev, err := c.sriovHostdev(i, iface)
 		if err != nil {
-			return err
+			if err := probs.add(err); err != nil {
+				return err
+			}
+			continue
 		}
 		if iface.MacAddress != "" {
 			nic, err := sriovInterface(i, iface, dev)
 			if err != nil {
-				return err
+				if err := probs.add(err); err != nil {
+					return err
+				}
+				continue
 			}
 			d.Devices.Interfaces = append(d.Devices.Interfaces, nic)
 			continue
@@ -109,7 +123,7 @@ func (c *converter) hostDevices(d *libvirtxml.Domain) error {
 	} {
 		d.Devices.Hostdevs = append(d.Devices.Hostdevs, group...)
 	}
-	return nil
+	return probs.err()
 }
 
 // gpuHostdevs converts spec.domain.devices.gpus: PCI passthrough GPUs and
@@ -117,16 +131,23 @@ func (c *converter) hostDevices(d *libvirtxml.Domain) error {
 // framebuffer when no GPU says anything about displays.
 func (c *converter) gpuHostdevs(gpus []v1.GPU) ([]libvirtxml.DomainHostdev, error) {
 	var pci, mdev, draPCI, draMdev []libvirtxml.DomainHostdev
+	var probs problems
 	displaySet := false
 	for i, gpu := range gpus {
-		path := devicesPath.Child("gpus").Index(i)
+		path := gpusPath.Index(i)
 		if err := c.checkTag(path, gpu.Tag); err != nil {
-			return nil, err
+			if err := probs.add(err); err != nil {
+				return nil, err
+			}
+			continue
 		}
 		dra := gpu.DeviceName == "" && gpu.ClaimRequest != nil
 		hostDev, kind, err := c.lookupHostDevice(path, gpu.Name, dra, hostDevPCI, hostDevMdev)
 		if err != nil {
-			return nil, err
+			if err := probs.add(err); err != nil {
+				return nil, err
+			}
+			continue
 		}
 		prefix := aliasPrefixGPU
 		if dra {
@@ -180,13 +201,13 @@ func (c *converter) gpuHostdevs(gpus []v1.GPU) ([]libvirtxml.DomainHostdev, erro
 	for _, group := range [][]libvirtxml.DomainHostdev{pci, mdev, draPCI, draMdev} {
 		out = append(out, group...)
 	}
-	return out, nil
+	return out, probs.err()
 }
 
 // sriovHostdev passes the VF named by Options.HostDevices[iface.Name] to the
 // guest, at the interface's guest PCI address and boot order.
 func (c *converter) sriovHostdev(i int, iface *v1.Interface) (libvirtxml.DomainHostdev, error) {
-	path := devicesPath.Child("interfaces").Index(i)
+	path := interfacesPath.Index(i)
 	hostDev, _, err := c.lookupHostDevice(path.Child("sriov"), iface.Name, false, hostDevPCI)
 	if err != nil {
 		return libvirtxml.DomainHostdev{}, err

@@ -20,7 +20,7 @@ import (
 func (c *converter) inputs(d *libvirtxml.Domain) error {
 	devs := &c.spec.Domain.Devices
 	for i, in := range devs.Inputs {
-		fp := devicesPath.Child("inputs").Index(i)
+		fp := inputsPath.Index(i)
 		bus := in.Bus
 		switch bus {
 		case "":

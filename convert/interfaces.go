@@ -42,35 +42,48 @@ const maxNetworkQueues = 256
 // binding is refused.
 func (c *converter) interfaces(d *libvirtxml.Domain) error {
 	devs := &c.spec.Domain.Devices
+	var probs problems
 	for i := range devs.Interfaces {
 		iface := &devs.Interfaces[i]
-		path := devicesPath.Child("interfaces").Index(i)
+		path := interfacesPath.Index(i)
 		if iface.State == v1.InterfaceStateAbsent {
 			continue
 		}
-		network := c.networkByName(iface.Name)
-		if network == nil {
-			return field.Invalid(path.Child("name"), iface.Name, "no network of spec.networks has this name")
-		}
-		if err := checkBinding(path, iface); err != nil {
-			return err
-		}
-		if err := c.checkTag(path, iface.Tag); err != nil {
-			return err
-		}
-		if iface.SRIOV != nil {
-			if _, _, err := c.lookupHostDevice(path.Child("sriov"), iface.Name, false, hostDevPCI); err != nil {
+		nic, hostDevice, err := c.domainInterfaceOf(path, iface)
+		if err != nil {
+			if err := probs.add(err); err != nil {
 				return err
 			}
-			continue // a host device, added by hostDevices
+			continue
 		}
-		nic, err := c.domainInterface(path, iface, network)
-		if err != nil {
-			return err
+		if hostDevice {
+			continue // an SR-IOV interface, added by hostDevices
 		}
 		d.Devices.Interfaces = append(d.Devices.Interfaces, nic)
 	}
-	return nil
+	return probs.err()
+}
+
+// domainInterfaceOf checks one interface of the VMI and returns its
+// domain interface, or hostDevice true for an SR-IOV interface, which
+// becomes a host device.
+func (c *converter) domainInterfaceOf(path *field.Path, iface *v1.Interface) (nic libvirtxml.DomainInterface, hostDevice bool, err error) {
+	network := c.networkByName(iface.Name)
+	if network == nil {
+		return nic, false, field.Invalid(path.Child("name"), iface.Name, "no network of spec.networks has this name")
+	}
+	if err := checkBinding(path, iface); err != nil {
+		return nic, false, err
+	}
+	if err := c.checkTag(path, iface.Tag); err != nil {
+		return nic, false, err
+	}
+	if iface.SRIOV != nil {
+		_, _, err := c.lookupHostDevice(path.Child("sriov"), iface.Name, false, hostDevPCI)
+		return nic, true, err
+	}
+	nic, err = c.domainInterface(path, iface, network)
+	return nic, false, err
 }
 
 // checkBinding refuses the bindings that need KubeVirt's pod networking

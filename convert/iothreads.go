@@ -56,7 +56,7 @@ func (c *converter) ioThreadPlan() (ioThreadPlan, error) {
 	case v1.IOThreadsPolicyAuto:
 		return sharedPlan(dedicated, others, c.autoThreadLimit()), nil
 	case v1.IOThreadsPolicySupplementalPool:
-		countPath := domainPath.Child("ioThreads", "supplementalPoolThreadCount")
+		countPath := poolThreadCountPath
 		if dom.IOThreads == nil || dom.IOThreads.SupplementalPoolThreadCount == nil {
 			return ioThreadPlan{}, field.Required(countPath, "the supplementalPool policy needs a thread count")
 		}

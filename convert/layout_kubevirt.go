@@ -63,30 +63,32 @@ func (l KubeVirtLayout) Volume(vmi *v1.VirtualMachineInstance, index int) (DiskS
 		return DiskSource{}, err
 	}
 	name := v.Name
-	overlay := path.Join(kvEphemeralDisks, "disk-data", name, "disk.qcow2")
-	ns := vmi.Namespace
-	if ns == "" {
-		ns = "default"
+	overlay := func() string { return path.Join(kvEphemeralDisks, "disk-data", name, "disk.qcow2") }
+	cloudInit := func(file string) string {
+		ns := vmi.Namespace
+		if ns == "" {
+			ns = "default"
+		}
+		return path.Join(kvEphemeralDisks, "cloud-init-data", ns, vmi.Name, file)
 	}
-	cloudInit := path.Join(kvEphemeralDisks, "cloud-init-data", ns, vmi.Name)
 	switch kind {
 	case volContainerDisk:
-		return DiskSource{Type: "file", Path: overlay, Format: "qcow2",
+		return DiskSource{Type: "file", Path: overlay(), Format: "qcow2",
 			BackingPath: path.Join(kvContainerDisks, fmt.Sprintf("disk_%d.img", index)), BackingFormat: "qcow2"}, nil
 	case volPVC, volDataVolume:
 		return l.claim(name), nil
 	case volEphemeral:
 		base := l.claim(name)
-		return DiskSource{Type: "file", Path: overlay, Format: "qcow2",
+		return DiskSource{Type: "file", Path: overlay(), Format: "qcow2",
 			BackingPath: base.Path, BackingFormat: base.Format}, nil
 	case volHostDisk:
 		return DiskSource{Type: "file", Path: path.Join(kvVMIDisks, name, path.Base(v.HostDisk.Path)), Format: "raw"}, nil
 	case volEmptyDisk:
 		return DiskSource{Type: "file", Path: path.Join(kvEmptyDisks, name+".qcow2"), Format: "qcow2"}, nil
 	case volCloudInitNoCloud:
-		return DiskSource{Type: "file", Path: path.Join(cloudInit, "noCloud.iso"), Format: "raw"}, nil
+		return DiskSource{Type: "file", Path: cloudInit("noCloud.iso"), Format: "raw"}, nil
 	case volCloudInitConfigDrive:
-		return DiskSource{Type: "file", Path: path.Join(cloudInit, "configdrive.iso"), Format: "raw"}, nil
+		return DiskSource{Type: "file", Path: cloudInit("configdrive.iso"), Format: "raw"}, nil
 	case volServiceAccount:
 		return DiskSource{Type: "file", Path: kvPrivate + "/service-account-disk/service-account.iso", Format: "raw"}, nil
 	case volDownwardMetrics:

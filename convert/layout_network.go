@@ -62,7 +62,7 @@ func withDefaultType(att InterfaceAttachment) InterfaceAttachment {
 // interfacePath is the path of the spec.domain.devices.interfaces entry
 // with the given name.
 func interfacePath(vmi *v1.VirtualMachineInstance, name string) *field.Path {
-	p := devicesPath.Child("interfaces")
+	p := interfacesPath
 	for i, iface := range vmi.Spec.Domain.Devices.Interfaces {
 		if iface.Name == name {
 			return p.Index(i)
@@ -73,7 +73,7 @@ func interfacePath(vmi *v1.VirtualMachineInstance, name string) *field.Path {
 
 // networkPath is the path of the spec.networks entry with the given name.
 func networkPath(vmi *v1.VirtualMachineInstance, name string) *field.Path {
-	p := specPath.Child("networks")
+	p := networksPath
 	for i, n := range vmi.Spec.Networks {
 		if n.Name == name {
 			return p.Index(i)

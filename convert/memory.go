@@ -53,7 +53,7 @@ func (c *converter) guestMemory() (*resource.Quantity, *field.Path) {
 		return m.Guest, memoryPath.Child("guest")
 	}
 	res := c.spec.Domain.Resources
-	resPath := domainPath.Child("resources")
+	resPath := resourcesPath
 	if q, ok := res.Requests[k8sv1.ResourceMemory]; ok {
 		return &q, resPath.Child("requests").Key(string(k8sv1.ResourceMemory))
 	}
@@ -112,7 +112,7 @@ func (c *converter) memoryBacking(d *libvirtxml.Domain) error {
 // hugepageKiB returns the hugepage size asked for in KiB, or 0 when the VMI
 // leaves it to the host's default.
 func (c *converter) hugepageKiB() (uint, error) {
-	p := memoryPath.Child("hugepages", "pageSize")
+	p := pageSizePath
 	s := c.spec.Domain.Memory.Hugepages.PageSize
 	if s == "" {
 		return 0, nil

@@ -49,7 +49,6 @@ func (c *converter) efi(fw *v1.Firmware, o *libvirtxml.DomainOS) error {
 	if fw.Bootloader == nil || fw.Bootloader.EFI == nil {
 		return nil
 	}
-	efiPath := firmwarePath.Child("bootloader", "efi")
 	efi := fw.Bootloader.EFI
 	secure := efi.SecureBoot == nil || *efi.SecureBoot
 	code, vars := c.opts.EFI.Code, c.opts.EFI.Vars
@@ -92,9 +91,9 @@ func (c *converter) kernelBoot(fw *v1.Firmware, o *libvirtxml.DomainOS) error {
 	if kb == nil {
 		return nil
 	}
-	kbPath := firmwarePath.Child("kernelBoot")
+	kbPath := kernelBootPath
 	if ct := kb.Container; ct != nil {
-		ctPath := kbPath.Child("container")
+		ctPath := kernelBootContainerPath
 		if ct.KernelPath != "" {
 			if c.paths.Kernel == "" {
 				return field.Forbidden(ctPath.Child("kernelPath"), "the layout gives no host path for the kernel")

@@ -19,29 +19,30 @@ import (
 // into a QEMU command line argument naming a file virt-launcher writes (and
 // its admission refuses unless the ExperimentalIgnitionSupport gate is on).
 func (c *converter) unsupported(*libvirtxml.Domain) error {
-	s := c.spec
-	refusals := []struct {
-		set  bool
-		path *field.Path
-		why  string
-	}{
-		{s.LivenessProbe != nil, specPath.Child("livenessProbe"), "probes are run by KubeVirt's virt-handler, not by libvirt"},
-		{s.ReadinessProbe != nil, specPath.Child("readinessProbe"), "probes are run by KubeVirt's virt-handler, not by libvirt"},
-		{len(s.AccessCredentials) > 0, specPath.Child("accessCredentials"), "access credentials are propagated by KubeVirt's guest agent integration"},
-		{len(s.ResourceClaims) > 0, specPath.Child("resourceClaims"), "dynamic resource allocation needs a cluster"},
-		{len(s.UtilityVolumes) > 0, specPath.Child("utilityVolumes"), "utility volumes need a cluster"},
-		{s.Domain.LaunchSecurity != nil, domainPath.Child("launchSecurity"), "confidential computing (SEV, TDX, Secure Execution) is not converted"},
-		{len(s.Domain.Devices.Filesystems) > 0, devicesPath.Child("filesystems"), "virtiofs filesystems need virtiofsd, which the converter does not set up"},
-		{c.vmi.Annotations[v1.IgnitionAnnotation] != "", field.NewPath("metadata", "annotations").Key(v1.IgnitionAnnotation),
-			"Ignition data reaches the guest through a file KubeVirt writes and passes with -fw_cfg (feature gate ExperimentalIgnitionSupport); the converter does not"},
-	}
 	for _, r := range refusals {
-		if r.set {
+		if r.set(c) {
 			return field.Forbidden(r.path, r.why)
 		}
 	}
-	if a := s.Architecture; a != "" && a != "amd64" {
+	if a := c.spec.Architecture; a != "" && a != "amd64" {
 		return field.NotSupported(specPath.Child("architecture"), a, []string{"amd64"})
 	}
 	return nil
+}
+
+// refusals are the fields unsupported refuses, in the order it checks them.
+var refusals = []struct {
+	set  func(c *converter) bool
+	path *field.Path
+	why  string
+}{
+	{func(c *converter) bool { return c.spec.LivenessProbe != nil }, specPath.Child("livenessProbe"), "probes are run by KubeVirt's virt-handler, not by libvirt"},
+	{func(c *converter) bool { return c.spec.ReadinessProbe != nil }, specPath.Child("readinessProbe"), "probes are run by KubeVirt's virt-handler, not by libvirt"},
+	{func(c *converter) bool { return len(c.spec.AccessCredentials) > 0 }, specPath.Child("accessCredentials"), "access credentials are propagated by KubeVirt's guest agent integration"},
+	{func(c *converter) bool { return len(c.spec.ResourceClaims) > 0 }, specPath.Child("resourceClaims"), "dynamic resource allocation needs a cluster"},
+	{func(c *converter) bool { return len(c.spec.UtilityVolumes) > 0 }, specPath.Child("utilityVolumes"), "utility volumes need a cluster"},
+	{func(c *converter) bool { return c.spec.Domain.LaunchSecurity != nil }, domainPath.Child("launchSecurity"), "confidential computing (SEV, TDX, Secure Execution) is not converted"},
+	{func(c *converter) bool { return len(c.spec.Domain.Devices.Filesystems) > 0 }, devicesPath.Child("filesystems"), "virtiofs filesystems need virtiofsd, which the converter does not set up"},
+	{func(c *converter) bool { return c.vmi.Annotations[v1.IgnitionAnnotation] != "" }, field.NewPath("metadata", "annotations").Key(v1.IgnitionAnnotation),
+		"Ignition data reaches the guest through a file KubeVirt writes and passes with -fw_cfg (feature gate ExperimentalIgnitionSupport); the converter does not"},
 }

@@ -26,7 +26,7 @@ func (c *converter) rootComplex(d *libvirtxml.Domain) error {
 	if c.vmi.Annotations[v1.PlacePCIDevicesOnRootComplex] != "true" {
 		return nil
 	}
-	p := field.NewPath("metadata", "annotations").Key(v1.PlacePCIDevicesOnRootComplex)
+	p := rootComplexAnnotationPath
 	last := uint(0)
 	place := func(a **libvirtxml.DomainAddress) error {
 		if *a != nil && ((*a).PCI == nil || (*a).PCI.Domain != nil) {

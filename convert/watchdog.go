@@ -19,7 +19,7 @@ func (c *converter) watchdog(d *libvirtxml.Domain) error {
 	if w == nil {
 		return nil
 	}
-	path := devicesPath.Child("watchdog")
+	path := watchdogPath
 	if w.Diag288 != nil {
 		return field.Forbidden(path.Child("diag288"), "the diag288 watchdog exists only on s390x")
 	}

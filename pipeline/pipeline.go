@@ -7,8 +7,12 @@
 // a VirtualMachine whose template becomes the VMI); FromVMI starts from an
 // object, such as one a controller read from the API server. Both return
 // every stage's result and, for input that cannot become a domain, an
-// *InvalidError listing every problem, each at the path of its field in
-// the document the user wrote (spec.template.spec.… for a VirtualMachine).
+// *InvalidError listing every problem the refusing stage found, each at
+// the path of its field in the document the user wrote
+// (spec.template.spec.… for a VirtualMachine). The stages run in order and
+// the first that refuses ends the run: the converter is given only valid
+// VMIs, so a VMI refused by validation reports validation's problems, and
+// one it accepts reports every problem of the conversion at once.
 // The commands of examples/, the launcher and the project's tests all go
 // through here.
 //
@@ -115,8 +119,6 @@ func fieldErrors(err error) field.ErrorList {
 		case nil:
 		case *field.Error:
 			out = append(out, e)
-		case *api.DecodeError:
-			out = append(out, e.Errs...)
 		case interface{ Errors() []error }: // utilerrors.Aggregate
 			for _, x := range e.Errors() {
 				walk(x)
