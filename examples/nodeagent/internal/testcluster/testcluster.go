@@ -21,8 +21,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/go-logr/logr"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
+	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 
 	"github.com/vmi2libvirt/vmi2libvirt/examples/nodeagent/crd"
 )
@@ -91,6 +93,10 @@ func start(tb testing.TB, crdPath string) (*Cluster, func()) {
 	if err != nil {
 		tb.Fatal(err)
 	}
+
+	// envtest logs through controller-runtime's logger; without one set,
+	// controller-runtime prints a warning with a stack trace.
+	ctrllog.SetLogger(logr.Discard())
 
 	dir, err := os.MkdirTemp("", "testcluster-")
 	if err != nil {

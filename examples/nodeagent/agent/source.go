@@ -1,0 +1,128 @@
+package agent
+
+import (
+	"context"
+	"log/slog"
+	"sync"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	v1 "kubevirt.io/api/core/v1"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/event"
+
+	"github.com/vmi2libvirt/vmi2libvirt/launcher"
+)
+
+// vmiEvent is what the launcher's side feeds the VMI controller through
+// its channel source: the namespace and name of a VMI to reconcile.
+type vmiEvent = event.TypedGenericEvent[*v1.VirtualMachineInstance]
+
+// eventFor is the event that makes the controller reconcile key.
+func eventFor(key types.NamespacedName) vmiEvent {
+	return vmiEvent{Object: &v1.VirtualMachineInstance{ObjectMeta: metav1.ObjectMeta{Namespace: key.Namespace, Name: key.Name}}}
+}
+
+// launcherView is what the launcher last published of each VMI it owns,
+// as its Watch channel delivered it: the phase, by namespace/name. The
+// reconciler reads it only for VMIs whose object is gone, to shut a
+// running guest down gracefully before removing it (the launcher's Status
+// and Shutdown would publish a status for a VMI that has no domain). It
+// holds every adopted VMI before the controller hears of it: the events
+// that fill it are the ones that make the controller reconcile.
+type launcherView struct {
+	mu     sync.Mutex
+	phases map[types.NamespacedName]v1.VirtualMachineInstancePhase
+}
+
+func newLauncherView() *launcherView {
+	return &launcherView{phases: map[types.NamespacedName]v1.VirtualMachineInstancePhase{}}
+}
+
+func (v *launcherView) set(key types.NamespacedName, phase v1.VirtualMachineInstancePhase) {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	v.phases[key] = phase
+}
+
+func (v *launcherView) remove(key types.NamespacedName) {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	delete(v.phases, key)
+}
+
+// running tells whether the launcher last reported key Running.
+func (v *launcherView) running(key types.NamespacedName) bool {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	return v.phases[key] == v1.Running
+}
+
+// forwardWatch feeds the controller from the launcher's Watch channel
+// until ctx ends: every status change of every VMI the launcher owns
+// (those adopted at start first) makes the controller reconcile that VMI,
+// so status follows libvirt's events. A VMI the launcher deleted is only
+// forgotten.
+func forwardWatch(ctx context.Context, l *launcher.Launcher, view *launcherView, out chan<- vmiEvent) error {
+	for ev := range l.Watch(ctx) {
+		key := types.NamespacedName{Namespace: ev.Namespace, Name: ev.Name}
+		if ev.Deleted {
+			view.remove(key)
+			continue
+		}
+		view.set(key, ev.Status.Phase)
+		select {
+		case out <- eventFor(key):
+		case <-ctx.Done():
+			return nil
+		}
+	}
+	return nil
+}
+
+// sweepOrphans runs once the agent's cache holds this node's VMIs: it
+// lists the domains the launcher owns (launcher.List) and sends the
+// controller each whose VMI is gone — deleted while no agent ran, its
+// finalizer removed by hand — or is another VMI now (same name, another
+// UID). The controller then shuts it down and removes it. It logs what it
+// found.
+func sweepOrphans(ctx context.Context, l *launcher.Launcher, vmis cache.Cache, view *launcherView, out chan<- vmiEvent, log *slog.Logger) error {
+	var list v1.VirtualMachineInstanceList
+	if err := vmis.List(ctx, &list); err != nil {
+		if ctx.Err() != nil {
+			return nil
+		}
+		return err
+	}
+	owned, err := l.List(ctx)
+	if err != nil {
+		if ctx.Err() != nil {
+			return nil
+		}
+		// Not fatal: the launcher's Watch reports every owned VMI too.
+		log.Warn("nodeagent: listing the launcher's domains failed", "err", err)
+	}
+	orphans := 0
+	for _, o := range owned {
+		key := types.NamespacedName{Namespace: o.Namespace, Name: o.Name}
+		var vmi v1.VirtualMachineInstance
+		err := vmis.Get(ctx, key, &vmi)
+		switch {
+		case apierrors.IsNotFound(err):
+		case err != nil:
+			return err
+		case o.UID == "" || vmi.UID == o.UID:
+			continue
+		}
+		orphans++
+		view.set(key, o.Status.Phase)
+		select {
+		case out <- eventFor(key):
+		case <-ctx.Done():
+			return nil
+		}
+	}
+	log.Info("nodeagent: watching VMIs", "vmis", len(list.Items), "domains", len(owned), "orphans", orphans)
+	return nil
+}
