@@ -10,6 +10,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/selection"
+	"k8s.io/apimachinery/pkg/util/validation/field"
 	"k8s.io/client-go/tools/record"
 	"k8s.io/component-helpers/scheduling/corev1/nodeaffinity"
 	v1 "kubevirt.io/api/core/v1"
@@ -85,8 +86,19 @@ func claimable(vmi *v1.VirtualMachineInstance, node *k8sv1.Node) (bool, error) {
 	if vmi.Labels[v1.NodeNameLabel] != "" || vmi.DeletionTimestamp != nil || domain.IsFinal(vmi.Status.Phase) {
 		return false, nil
 	}
-	pod := &k8sv1.Pod{Spec: k8sv1.PodSpec{NodeSelector: vmi.Spec.NodeSelector, Affinity: vmi.Spec.Affinity}}
-	return nodeaffinity.GetRequiredNodeAffinity(pod).Match(node)
+	if !labels.SelectorFromSet(vmi.Spec.NodeSelector).Matches(labels.Set(node.Labels)) {
+		return false, nil
+	}
+	a := vmi.Spec.Affinity
+	if a == nil || a.NodeAffinity == nil || a.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution == nil {
+		return true, nil
+	}
+	path := field.NewPath("spec", "affinity", "nodeAffinity", "requiredDuringSchedulingIgnoredDuringExecution")
+	required, err := nodeaffinity.NewNodeSelector(a.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution, field.WithPath(path))
+	if err != nil {
+		return false, err
+	}
+	return required.Match(node), nil
 }
 
 // bind sets vmi's kubevirt.io/nodeName label to node with a JSON merge

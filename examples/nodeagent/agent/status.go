@@ -148,7 +148,8 @@ func mergeTransitions(have, seen []v1.VirtualMachineInstancePhaseTransitionTimes
 // mergeConditions returns have's conditions of types the agent does not
 // own, in their order, then want's (of owned types), each keeping the
 // transition time it has in have when its status and reason did not
-// change, else stamped now. An owned condition that want lacks is removed.
+// change, else the time want gives it (the launcher's, when it saw the
+// change), else now. An owned condition that want lacks is removed.
 func mergeConditions(have, want []v1.VirtualMachineInstanceCondition, now time.Time) []v1.VirtualMachineInstanceCondition {
 	var out []v1.VirtualMachineInstanceCondition
 	for _, c := range have {
@@ -158,7 +159,11 @@ func mergeConditions(have, want []v1.VirtualMachineInstanceCondition, now time.T
 	}
 	for _, c := range want {
 		c.LastProbeTime = metav1.Time{}
-		c.LastTransitionTime = metav1.NewTime(now)
+		if c.LastTransitionTime.IsZero() {
+			c.LastTransitionTime = metav1.NewTime(now)
+		} else {
+			c.LastTransitionTime = c.LastTransitionTime.Rfc3339Copy()
+		}
 		for _, h := range have {
 			if h.Type == c.Type && h.Status == c.Status && h.Reason == c.Reason {
 				c.LastTransitionTime = h.LastTransitionTime
