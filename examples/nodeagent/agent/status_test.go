@@ -40,7 +40,9 @@ func cond(typ v1.VirtualMachineInstanceConditionType, status k8sv1.ConditionStat
 }
 
 var (
-	readyTrue  = func(at time.Time) v1.VirtualMachineInstanceCondition { return cond(v1.VirtualMachineInstanceReady, "True", "", at) }
+	readyTrue = func(at time.Time) v1.VirtualMachineInstanceCondition {
+		return cond(v1.VirtualMachineInstanceReady, "True", "", at)
+	}
 	notRunning = func(at time.Time) v1.VirtualMachineInstanceCondition {
 		c := cond(v1.VirtualMachineInstanceReady, "False", v1.GuestNotRunningReason, at)
 		c.Message = "Guest VM is not reported as running"
