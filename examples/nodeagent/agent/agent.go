@@ -30,6 +30,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 	"sigs.k8s.io/controller-runtime/pkg/source"
 
@@ -38,7 +39,8 @@ import (
 
 // Defaults of Config.
 const (
-	DefaultWorkers = 4
+	// DefaultWorkers is virt-handler's number of VMI workers.
+	DefaultWorkers = 10
 	// DefaultHTTPAddress serves metrics and health on loopback, at
 	// controller-runtime's usual metrics port.
 	DefaultHTTPAddress = "127.0.0.1:8080"
@@ -185,26 +187,45 @@ func Run(ctx context.Context, restConfig *rest.Config, cfg Config) error {
 	}
 	defer unregister()
 
+	// The launcher's Watch feeds both controllers: the one that runs VMIs
+	// (their deletion and orphans progress with libvirt's events) and the
+	// one that writes their status meanwhile.
 	view := newLauncherView()
-	fromLauncher := make(chan vmiEvent, 1024)
+	toRunner, toStatus := make(chan vmiEvent, 1024), make(chan vmiEvent, 1024)
 	err = errors.Join(
 		mgr.Add(manager.RunnableFunc(func(ctx context.Context) error {
-			return forwardWatch(ctx, l, view, fromLauncher)
+			return forwardWatch(ctx, l, view, toRunner, toStatus)
 		})),
 		mgr.Add(manager.RunnableFunc(func(ctx context.Context) error {
-			return sweepOrphans(ctx, l, mgr.GetCache(), view, fromLauncher, log)
+			return sweepOrphans(ctx, l, mgr.GetCache(), view, toRunner, log)
 		})),
 	)
 	if err != nil {
 		return err
 	}
-	r := &vmiReconciler{client: mgr.GetClient(), launcher: l, events: events, node: cfg.Node, metrics: metrics, view: view, log: log}
+	w := &writer{client: mgr.GetClient(), events: events, node: cfg.Node, metrics: metrics}
+	enqueue := &handler.TypedEnqueueRequestForObject[*v1.VirtualMachineInstance]{}
+	// The runner needs libvirt's events only for the VMIs it takes off the
+	// host (deleting, or gone); the others' status is statusReconciler's.
+	leaving := predicate.NewTypedPredicateFuncs(func(ref *v1.VirtualMachineInstance) bool {
+		var vmi v1.VirtualMachineInstance
+		err := mgr.GetCache().Get(ctx, client.ObjectKeyFromObject(ref), &vmi)
+		return err != nil || vmi.DeletionTimestamp != nil
+	})
 	err = ctrl.NewControllerManagedBy(mgr).
 		Named("vmi").
 		For(&v1.VirtualMachineInstance{}).
-		WatchesRawSource(source.Channel(fromLauncher, &handler.TypedEnqueueRequestForObject[*v1.VirtualMachineInstance]{})).
+		WatchesRawSource(source.Channel(toRunner, enqueue, source.WithPredicates[*v1.VirtualMachineInstance, reconcile.Request](leaving))).
 		WithOptions(controllerOptions(cfg.Workers)).
-		Complete(r)
+		Complete(&vmiReconciler{writer: w, client: mgr.GetClient(), launcher: l, view: view, synced: newSyncMemo(), log: log})
+	if err != nil {
+		return err
+	}
+	err = ctrl.NewControllerManagedBy(mgr).
+		Named("vmi-status").
+		WatchesRawSource(source.Channel(toStatus, enqueue)).
+		WithOptions(controllerOptions(cfg.Workers)).
+		Complete(&statusReconciler{writer: w, client: mgr.GetClient(), launcher: l})
 	if err != nil {
 		return err
 	}

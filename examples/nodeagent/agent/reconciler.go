@@ -6,11 +6,9 @@ import (
 	"log/slog"
 	"time"
 
-	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/client-go/tools/record"
 	v1 "kubevirt.io/api/core/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
@@ -41,16 +39,16 @@ const (
 )
 
 // vmiReconciler runs the VMIs bound to the node: it reads them from the
-// agent's cache (this node's VMIs only), calls the launcher, writes their
-// status back and records Events. Writes go to the API server with the
-// object's resourceVersion as a precondition.
+// agent's cache (this node's VMIs only), holds its finalizer on them, calls
+// the launcher (Sync, Shutdown, Delete) and reports the outcome in their
+// status. Its work on one VMI can take as long as libvirt takes to start
+// a guest; statusReconciler writes what libvirt reports meanwhile.
 type vmiReconciler struct {
-	client   client.Client
+	*writer
+	client   client.Reader
 	launcher *launcher.Launcher
-	events   record.EventRecorder
-	node     string
-	metrics  *agentMetrics
 	view     *launcherView
+	synced   *syncMemo
 	log      *slog.Logger
 }
 
@@ -94,9 +92,18 @@ func (r *vmiReconciler) run(ctx context.Context, vmi *v1.VirtualMachineInstance)
 			gone := v1.VirtualMachineInstanceStatus{Phase: v1.Failed, Reason: reasonDomainVanished}
 			return ignoreStale(r.report(ctx, vmi, gone, syncResult{}))
 		}
+		if r.synced.has(vmi) && !needsSync(observed) {
+			// Synced as it is, and running as it should: Sync would change
+			// nothing (and it is not free: a plan, and libvirt calls on the
+			// launcher's one control connection, which start calls share).
+			return ignoreStale(r.report(ctx, vmi, observed, syncResult{}))
+		}
 	}
 
 	err := r.sync(ctx, vmi)
+	if err == nil {
+		r.synced.record(vmi)
+	}
 	var result reconcile.Result
 	var retry error
 	switch {
@@ -162,6 +169,7 @@ func (r *vmiReconciler) finalize(ctx context.Context, vmi *v1.VirtualMachineInst
 	if !controllerutil.ContainsFinalizer(vmi, Finalizer) {
 		return reconcile.Result{}, nil
 	}
+	r.synced.forget(client.ObjectKeyFromObject(vmi))
 	observed, err := r.launcher.Status(ctx, vmi)
 	switch {
 	case errors.Is(err, launcher.ErrConflict):
@@ -199,6 +207,7 @@ func (r *vmiReconciler) finalize(ctx context.Context, vmi *v1.VirtualMachineInst
 // back final is cleaned up, so no later (cached) read of it can be older
 // than its final status.
 func (r *vmiReconciler) removeEnded(ctx context.Context, vmi *v1.VirtualMachineInstance) error {
+	r.synced.forget(client.ObjectKeyFromObject(vmi))
 	return r.launcher.Delete(ctx, vmi)
 }
 
@@ -207,6 +216,7 @@ func (r *vmiReconciler) removeEnded(ctx context.Context, vmi *v1.VirtualMachineI
 // running guest is asked to shut down, with the grace period its domain
 // recorded; then the domain and state folder are removed.
 func (r *vmiReconciler) removeOrphan(ctx context.Context, name types.NamespacedName) (reconcile.Result, error) {
+	r.synced.forget(name)
 	ref := &v1.VirtualMachineInstance{ObjectMeta: metav1.ObjectMeta{Namespace: name.Namespace, Name: name.Name}}
 	if r.view.running(name) {
 		err := r.launcher.Shutdown(ctx, ref)
@@ -224,88 +234,6 @@ func (r *vmiReconciler) removeOrphan(ctx context.Context, name types.NamespacedN
 		return reconcile.Result{}, err
 	}
 	return reconcile.Result{}, nil
-}
-
-// report writes the status the VMI should have now, given what the
-// launcher observed and the last sync's result, when it differs from the
-// object's; then it records an Event for each phase entered, with the time
-// from the VMI's creation to it, and a SyncFailed Event when the sync's
-// error is new (so a refused VMI, or one retried for the same reason, gets
-// one). vmi is updated to the written object. A
-// conflict (the object changed since it was read) is returned as it is: the
-// change's own event brings the VMI back.
-func (r *vmiReconciler) report(ctx context.Context, vmi *v1.VirtualMachineInstance, observed v1.VirtualMachineInstanceStatus, sync syncResult) error {
-	want := desiredStatus(vmi.Status, observed, r.node, sync, time.Now())
-	if equality.Semantic.DeepEqual(vmi.Status, want) {
-		return nil
-	}
-	orig := vmi.DeepCopy()
-	vmi.Status = want
-	if err := r.patch(ctx, vmi, orig); err != nil {
-		return err
-	}
-	if failed := syncFailure(want); failed != nil && !sameSyncFailure(orig.Status, want) {
-		r.record(vmi, eventSyncFailed, failed.Message)
-	}
-	entered := newPhases(orig.Status, want)
-	for _, t := range entered {
-		if e, ok := phaseEvent(t.Phase, phaseReason(want, t.Phase)); ok {
-			r.record(vmi, e, "")
-		}
-	}
-	r.metrics.observeTransitions(vmi, entered)
-	return nil
-}
-
-// phaseReason is status's reason when phase is its current phase.
-func phaseReason(status v1.VirtualMachineInstanceStatus, phase v1.VirtualMachineInstancePhase) string {
-	if status.Phase == phase {
-		return status.Reason
-	}
-	return ""
-}
-
-// dropFinalizer removes the agent's finalizer: the API server then
-// deletes the object.
-func (r *vmiReconciler) dropFinalizer(ctx context.Context, vmi *v1.VirtualMachineInstance) error {
-	orig := vmi.DeepCopy()
-	controllerutil.RemoveFinalizer(vmi, Finalizer)
-	return r.patch(ctx, vmi, orig)
-}
-
-// patch writes vmi's changes from orig as a JSON merge patch that carries
-// orig's resourceVersion: the API server refuses it (409 Conflict) when the
-// object changed since it was read. KubeVirt's VMI CRD has no status
-// subresource, so status goes through the object itself; the patch holds
-// only what changed, and the precondition keeps a status computed from a
-// stale copy (the cache lags behind writes) from being written.
-func (r *vmiReconciler) patch(ctx context.Context, vmi, orig *v1.VirtualMachineInstance) error {
-	return r.client.Patch(ctx, vmi, client.MergeFromWithOptions(orig, client.MergeFromWithOptimisticLock{}))
-}
-
-// record records an Event of kind e on vmi; message, when set, replaces
-// e's.
-func (r *vmiReconciler) record(vmi *v1.VirtualMachineInstance, e eventSpec, message string) {
-	if message == "" {
-		message = e.Message
-	}
-	r.events.Event(vmi, e.Type, e.Reason, message)
-}
-
-// stale tells whether a write failed because the object changed since it
-// was read (409 Conflict) or is gone (404): the change's own event brings
-// the VMI back, read afresh.
-func stale(err error) bool {
-	return apierrors.IsConflict(err) || apierrors.IsNotFound(err)
-}
-
-// ignoreStale ends a reconcile whose write found the object stale
-// without an error.
-func ignoreStale(err error) (reconcile.Result, error) {
-	if stale(err) {
-		return reconcile.Result{}, nil
-	}
-	return reconcile.Result{}, err
 }
 
 // gracePeriod is vmi's termination grace period (KubeVirt's default when

@@ -59,12 +59,12 @@ func (v *launcherView) running(key types.NamespacedName) bool {
 	return v.phases[key] == v1.Running
 }
 
-// forwardWatch feeds the controller from the launcher's Watch channel
+// forwardWatch feeds the controllers from the launcher's Watch channel
 // until ctx ends: every status change of every VMI the launcher owns
-// (those adopted at start first) makes the controller reconcile that VMI,
-// so status follows libvirt's events. A VMI the launcher deleted is only
-// forgotten.
-func forwardWatch(ctx context.Context, l *launcher.Launcher, view *launcherView, out chan<- vmiEvent) error {
+// (those adopted at start first) makes each controller of outs reconcile
+// that VMI, so status follows libvirt's events. A VMI the launcher deleted
+// is only forgotten.
+func forwardWatch(ctx context.Context, l *launcher.Launcher, view *launcherView, outs ...chan<- vmiEvent) error {
 	for ev := range l.Watch(ctx) {
 		key := types.NamespacedName{Namespace: ev.Namespace, Name: ev.Name}
 		if ev.Deleted {
@@ -72,10 +72,12 @@ func forwardWatch(ctx context.Context, l *launcher.Launcher, view *launcherView,
 			continue
 		}
 		view.set(key, ev.Status.Phase)
-		select {
-		case out <- eventFor(key):
-		case <-ctx.Done():
-			return nil
+		for _, out := range outs {
+			select {
+			case out <- eventFor(key):
+			case <-ctx.Done():
+				return nil
+			}
 		}
 	}
 	return nil

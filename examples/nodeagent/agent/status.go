@@ -50,10 +50,13 @@ var phaseRank = map[v1.VirtualMachineInstancePhase]int{
 
 // syncResult is what the agent learnt from its last call to bring the VMI
 // to its spec: nothing (Err nil), a transient failure, or a refusal that
-// ends the VMI (Refused).
+// ends the VMI (Refused); or that it did not try (Unknown: the status
+// comes from a libvirt event, and the object's Synchronized condition
+// stays as it is).
 type syncResult struct {
 	Err     error
 	Refused bool
+	Unknown bool
 }
 
 // desiredStatus is the status the agent writes for a VMI whose status is
@@ -72,7 +75,9 @@ type syncResult struct {
 //     the launcher saw it when it did (the object's own record wins), so a
 //     restarted agent continues the same list;
 //   - a condition that keeps its status and reason keeps its transition
-//     time.
+//     time;
+//   - the Synchronized condition says the sync failed (False, the error its
+//     message) or is absent; with sync.Unknown it stays as it is.
 func desiredStatus(cur, observed v1.VirtualMachineInstanceStatus, node string, sync syncResult, now time.Time) v1.VirtualMachineInstanceStatus {
 	if domain.IsFinal(cur.Phase) {
 		return cur
@@ -96,7 +101,12 @@ func desiredStatus(cur, observed v1.VirtualMachineInstanceStatus, node string, s
 	want := slices.DeleteFunc(slices.Clone(observed.Conditions), func(c v1.VirtualMachineInstanceCondition) bool {
 		return c.Type == v1.VirtualMachineInstanceSynchronized
 	})
-	if sync.Err != nil {
+	switch {
+	case sync.Unknown:
+		if c := syncFailure(cur); c != nil {
+			want = append(want, *c)
+		}
+	case sync.Err != nil:
 		want = append(want, v1.VirtualMachineInstanceCondition{
 			Type:    v1.VirtualMachineInstanceSynchronized,
 			Status:  k8sv1.ConditionFalse,

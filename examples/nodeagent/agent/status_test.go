@@ -162,6 +162,29 @@ func TestDesiredStatus(t *testing.T) {
 			},
 		},
 		{
+			name: "a libvirt event, no sync: the Synchronized condition stays",
+			cur: v1.VirtualMachineInstanceStatus{
+				NodeName: "node01", Phase: v1.Running,
+				PhaseTransitionTimestamps: transitions(v1.Scheduled, t0, v1.Running, t1),
+				Conditions:                []v1.VirtualMachineInstanceCondition{readyTrue(t1), syncFailed(hostNotReady.Error(), t1)},
+			},
+			observed: func() v1.VirtualMachineInstanceStatus {
+				s := running()
+				s.Conditions = append(s.Conditions, cond(v1.VirtualMachineInstanceAgentConnected, "True", "", t3))
+				return s
+			}(),
+			sync: syncResult{Unknown: true},
+			want: v1.VirtualMachineInstanceStatus{
+				NodeName: "node01", Phase: v1.Running,
+				PhaseTransitionTimestamps: transitions(v1.Scheduled, t0, v1.Running, t1),
+				Conditions: []v1.VirtualMachineInstanceCondition{
+					readyTrue(t1), cond(v1.VirtualMachineInstanceAgentConnected, "True", "", t3.Truncate(time.Second)), syncFailed(hostNotReady.Error(), t1),
+				},
+				Interfaces: running().Interfaces,
+				Machine:    running().Machine,
+			},
+		},
+		{
 			name:     "a final phase is kept as it is",
 			cur:      v1.VirtualMachineInstanceStatus{Phase: v1.Succeeded, Reason: "GuestShutdown", PhaseTransitionTimestamps: transitions(v1.Succeeded, t0)},
 			observed: running(),
