@@ -187,46 +187,8 @@ func Run(ctx context.Context, restConfig *rest.Config, cfg Config) error {
 	}
 	defer unregister()
 
-	// The launcher's Watch feeds both controllers: the one that runs VMIs
-	// (their deletion and orphans progress with libvirt's events) and the
-	// one that writes their status meanwhile.
-	view := newLauncherView()
-	toRunner, toStatus := make(chan vmiEvent, 1024), make(chan vmiEvent, 1024)
-	err = errors.Join(
-		mgr.Add(manager.RunnableFunc(func(ctx context.Context) error {
-			return forwardWatch(ctx, l, view, toRunner, toStatus)
-		})),
-		mgr.Add(manager.RunnableFunc(func(ctx context.Context) error {
-			return sweepOrphans(ctx, l, mgr.GetCache(), view, toRunner, log)
-		})),
-	)
-	if err != nil {
-		return err
-	}
 	w := &writer{client: mgr.GetClient(), events: events, node: cfg.Node, metrics: metrics}
-	enqueue := &handler.TypedEnqueueRequestForObject[*v1.VirtualMachineInstance]{}
-	// The runner needs libvirt's events only for the VMIs it takes off the
-	// host (deleting, or gone); the others' status is statusReconciler's.
-	leaving := predicate.NewTypedPredicateFuncs(func(ref *v1.VirtualMachineInstance) bool {
-		var vmi v1.VirtualMachineInstance
-		err := mgr.GetCache().Get(ctx, client.ObjectKeyFromObject(ref), &vmi)
-		return err != nil || vmi.DeletionTimestamp != nil
-	})
-	err = ctrl.NewControllerManagedBy(mgr).
-		Named("vmi").
-		For(&v1.VirtualMachineInstance{}).
-		WatchesRawSource(source.Channel(toRunner, enqueue, source.WithPredicates[*v1.VirtualMachineInstance, reconcile.Request](leaving))).
-		WithOptions(controllerOptions(cfg.Workers)).
-		Complete(&vmiReconciler{writer: w, client: mgr.GetClient(), launcher: l, view: view, synced: newSyncMemo(), log: log})
-	if err != nil {
-		return err
-	}
-	err = ctrl.NewControllerManagedBy(mgr).
-		Named("vmi-status").
-		WatchesRawSource(source.Channel(toStatus, enqueue)).
-		WithOptions(controllerOptions(cfg.Workers)).
-		Complete(&statusReconciler{writer: w, client: mgr.GetClient(), launcher: l})
-	if err != nil {
+	if err := addVMIControllers(ctx, mgr, l, w, cfg.Workers, log); err != nil {
 		return err
 	}
 	if cfg.Claim {
@@ -259,6 +221,49 @@ func checkCRD(ctx context.Context, restConfig *rest.Config, scheme *runtime.Sche
 		return fmt.Errorf("listing VirtualMachineInstances at %s: %w", restConfig.Host, err)
 	}
 	return nil
+}
+
+// addVMIControllers adds the controllers of the node's VMIs: vmiReconciler,
+// fed by the API server's events of the node's VMIs and by libvirt's of
+// the VMIs leaving the host, and statusReconciler, fed by libvirt's; plus
+// the runnables that feed them from the launcher: its Watch channel, and
+// the sweep of its domains at start.
+func addVMIControllers(ctx context.Context, mgr manager.Manager, l *launcher.Launcher, w *writer, workers int, log *slog.Logger) error {
+	view := newLauncherView()
+	toRunner, toStatus := make(chan vmiEvent, 1024), make(chan vmiEvent, 1024)
+	err := errors.Join(
+		mgr.Add(manager.RunnableFunc(func(ctx context.Context) error {
+			return forwardWatch(ctx, l, view, toRunner, toStatus)
+		})),
+		mgr.Add(manager.RunnableFunc(func(ctx context.Context) error {
+			return sweepOrphans(ctx, l, mgr.GetCache(), view, toRunner, log)
+		})),
+	)
+	if err != nil {
+		return err
+	}
+	enqueue := &handler.TypedEnqueueRequestForObject[*v1.VirtualMachineInstance]{}
+	// The runner needs libvirt's events only for the VMIs it takes off the
+	// host (deleting, or gone); the others' status is statusReconciler's.
+	leaving := predicate.NewTypedPredicateFuncs(func(ref *v1.VirtualMachineInstance) bool {
+		var vmi v1.VirtualMachineInstance
+		err := mgr.GetCache().Get(ctx, client.ObjectKeyFromObject(ref), &vmi)
+		return err != nil || vmi.DeletionTimestamp != nil
+	})
+	err = ctrl.NewControllerManagedBy(mgr).
+		Named("vmi").
+		For(&v1.VirtualMachineInstance{}).
+		WatchesRawSource(source.Channel(toRunner, enqueue, source.WithPredicates[*v1.VirtualMachineInstance, reconcile.Request](leaving))).
+		WithOptions(controllerOptions(workers)).
+		Complete(&vmiReconciler{writer: w, client: mgr.GetClient(), launcher: l, view: view, synced: newSyncMemo(), log: log})
+	if err != nil {
+		return err
+	}
+	return ctrl.NewControllerManagedBy(mgr).
+		Named("vmi-status").
+		WatchesRawSource(source.Channel(toStatus, enqueue)).
+		WithOptions(controllerOptions(workers)).
+		Complete(&statusReconciler{writer: w, client: mgr.GetClient(), launcher: l})
 }
 
 // controllerOptions are the options of the agent's controllers: workers

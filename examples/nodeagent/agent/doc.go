@@ -45,9 +45,17 @@
 // (SyncFailed), a graceful shutdown asked (ShuttingDown) and the removal
 // (Deleted).
 //
-// The launcher's Watch channel feeds the controller through
-// controller-runtime's source.Channel: status follows libvirt's events,
-// without polling.
+// Two controllers share the work. The runner ("vmi", 10 workers as
+// virt-handler's) takes the API server's events of the node's VMIs: it
+// holds the finalizer, calls Sync, Shutdown and Delete, and reports their
+// outcome. The status writer ("vmi-status") takes the launcher's Watch
+// channel through controller-runtime's source.Channel and writes what
+// libvirt reports as it reports it: status follows libvirt's events,
+// without polling, and never waits behind a Sync (libvirt says a guest
+// runs well before its start call returns). The runner gets libvirt's
+// events too for the VMIs leaving the host, whose removal waits on them,
+// and skips a Sync that would change nothing: of a VMI it has synced as
+// it is now, that runs and is not paused for a reason Sync would mend.
 //
 // # Errors
 //

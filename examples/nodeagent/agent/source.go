@@ -86,9 +86,10 @@ func forwardWatch(ctx context.Context, l *launcher.Launcher, view *launcherView,
 // sweepOrphans runs once the agent's cache holds this node's VMIs: it
 // lists the domains the launcher owns (launcher.List) and sends the
 // controller each whose VMI is gone — deleted while no agent ran, its
-// finalizer removed by hand — or is another VMI now (same name, another
-// UID). The controller then shuts it down and removes it. It logs what it
-// found.
+// finalizer removed by hand, bound to another node. The controller then
+// shuts it down and removes it. It logs what it found. (A domain whose
+// name another VMI took meanwhile is removed by that VMI's own reconcile:
+// its Sync meets it.)
 func sweepOrphans(ctx context.Context, l *launcher.Launcher, vmis cache.Cache, view *launcherView, out chan<- vmiEvent, log *slog.Logger) error {
 	var list v1.VirtualMachineInstanceList
 	if err := vmis.List(ctx, &list); err != nil {
@@ -108,14 +109,12 @@ func sweepOrphans(ctx context.Context, l *launcher.Launcher, vmis cache.Cache, v
 	orphans := 0
 	for _, o := range owned {
 		key := types.NamespacedName{Namespace: o.Namespace, Name: o.Name}
-		var vmi v1.VirtualMachineInstance
-		err := vmis.Get(ctx, key, &vmi)
-		switch {
-		case apierrors.IsNotFound(err):
-		case err != nil:
-			return err
-		case o.UID == "" || vmi.UID == o.UID:
+		err := vmis.Get(ctx, key, &v1.VirtualMachineInstance{})
+		if err == nil {
 			continue
+		}
+		if !apierrors.IsNotFound(err) {
+			return err
 		}
 		orphans++
 		view.set(key, o.Status.Phase)
