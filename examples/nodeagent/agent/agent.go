@@ -135,8 +135,8 @@ func NewScheme() (*runtime.Scheme, error) {
 // KubeVirt's VirtualMachineInstance CRD.
 var ErrNoCRD = errors.New("the API server does not serve kubevirt.io/v1 VirtualMachineInstances: install KubeVirt's CRD (bash .ci/cluster.sh up does)")
 
-// Run runs the node agent against the API server restConfig reaches, until
-// ctx ends; then it stops watching and returns nil, leaving the guests
+// Run runs the node agent against the API server restConfig reaches (with
+// no client-side rate limit unless restConfig sets a QPS), until ctx ends; then it stops watching and returns nil, leaving the guests
 // running (a new agent of the same node adopts them). It fails at once
 // when the CRD is not served (ErrNoCRD), libvirt cannot be reached, or the
 // HTTP address cannot be listened on.
@@ -146,6 +146,14 @@ func Run(ctx context.Context, restConfig *rest.Config, cfg Config) error {
 		return err
 	}
 	log := cfg.Logger.With("node", cfg.Node)
+	if restConfig.QPS == 0 {
+		// As controller-runtime's own config loader: no client-side rate
+		// limit (client-go's default is 5 requests a second, which a burst
+		// of VMIs exceeds at once); the API server's priority and fairness
+		// protect it.
+		restConfig = rest.CopyConfig(restConfig)
+		restConfig.QPS = -1
+	}
 	scheme, err := NewScheme()
 	if err != nil {
 		return err
@@ -263,7 +271,7 @@ func addVMIControllers(ctx context.Context, mgr manager.Manager, l *launcher.Lau
 		Named("vmi-status").
 		WatchesRawSource(source.Channel(toStatus, enqueue)).
 		WithOptions(controllerOptions(workers)).
-		Complete(&statusReconciler{writer: w, client: mgr.GetClient(), launcher: l})
+		Complete(&statusReconciler{writer: w, client: mgr.GetClient(), view: view})
 }
 
 // controllerOptions are the options of the agent's controllers: workers

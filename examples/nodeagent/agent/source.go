@@ -25,38 +25,58 @@ func eventFor(key types.NamespacedName) vmiEvent {
 }
 
 // launcherView is what the launcher last published of each VMI it owns,
-// as its Watch channel delivered it: the phase, by namespace/name. The
-// reconciler reads it only for VMIs whose object is gone, to shut a
-// running guest down gracefully before removing it (the launcher's Status
-// and Shutdown would publish a status for a VMI that has no domain). It
-// holds every adopted VMI before the controller hears of it: the events
-// that fill it are the ones that make the controller reconcile.
+// as its Watch channel delivered it, by namespace/name: the status
+// statusReconciler writes (the event's own, with no second reading of
+// libvirt), and the phase with which vmiReconciler decides how to take a
+// VMI whose object is gone off the host (the launcher's Status and
+// Shutdown would publish a status for a VMI that has no domain). It holds
+// every adopted VMI before a controller hears of it: the events that fill
+// it are the ones that make the controllers reconcile.
 type launcherView struct {
-	mu     sync.Mutex
-	phases map[types.NamespacedName]v1.VirtualMachineInstancePhase
+	mu       sync.Mutex
+	statuses map[types.NamespacedName]published
+}
+
+// published is a VMI's status as the launcher published it, with the UID
+// of the VMI it published it for.
+type published struct {
+	uid    types.UID
+	status v1.VirtualMachineInstanceStatus
 }
 
 func newLauncherView() *launcherView {
-	return &launcherView{phases: map[types.NamespacedName]v1.VirtualMachineInstancePhase{}}
+	return &launcherView{statuses: map[types.NamespacedName]published{}}
 }
 
-func (v *launcherView) set(key types.NamespacedName, phase v1.VirtualMachineInstancePhase) {
+func (v *launcherView) set(key types.NamespacedName, uid types.UID, status v1.VirtualMachineInstanceStatus) {
 	v.mu.Lock()
 	defer v.mu.Unlock()
-	v.phases[key] = phase
+	v.statuses[key] = published{uid: uid, status: status}
 }
 
 func (v *launcherView) remove(key types.NamespacedName) {
 	v.mu.Lock()
 	defer v.mu.Unlock()
-	delete(v.phases, key)
+	delete(v.statuses, key)
+}
+
+// status returns the launcher's last status of the VMI key with uid (any
+// UID when the launcher did not record one), and whether there is one.
+func (v *launcherView) status(key types.NamespacedName, uid types.UID) (v1.VirtualMachineInstanceStatus, bool) {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	p, ok := v.statuses[key]
+	if !ok || (p.uid != "" && p.uid != uid) {
+		return v1.VirtualMachineInstanceStatus{}, false
+	}
+	return *p.status.DeepCopy(), true
 }
 
 // running tells whether the launcher last reported key Running.
 func (v *launcherView) running(key types.NamespacedName) bool {
 	v.mu.Lock()
 	defer v.mu.Unlock()
-	return v.phases[key] == v1.Running
+	return v.statuses[key].status.Phase == v1.Running
 }
 
 // forwardWatch feeds the controllers from the launcher's Watch channel
@@ -71,7 +91,7 @@ func forwardWatch(ctx context.Context, l *launcher.Launcher, view *launcherView,
 			view.remove(key)
 			continue
 		}
-		view.set(key, ev.Status.Phase)
+		view.set(key, ev.UID, ev.Status)
 		for _, out := range outs {
 			select {
 			case out <- eventFor(key):
@@ -117,7 +137,7 @@ func sweepOrphans(ctx context.Context, l *launcher.Launcher, vmis cache.Cache, v
 			return err
 		}
 		orphans++
-		view.set(key, o.Status.Phase)
+		view.set(key, o.UID, o.Status)
 		select {
 		case out <- eventFor(key):
 		case <-ctx.Done():
