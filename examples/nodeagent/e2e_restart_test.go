@@ -78,48 +78,53 @@ func testKillAndAdopt(t *testing.T, w *world) {
 
 // testDeletedWhileDown: VMIs deleted while their agent was stopped are
 // cleaned up when it comes back: one deleted as usual (its object waits,
-// deleting, behind the agent's finalizer) and one whose object is gone
+// deleting, behind the agent's finalizer), one whose object is gone
 // altogether (its finalizer removed by hand), whose domain the agent finds
-// with the launcher's List.
+// with the launcher's List, and one whose name a new VMI took meanwhile:
+// the old guest goes, the new VMI boots a guest of its own.
 func testDeletedWhileDown(t *testing.T, w *world) {
 	ns, node, dir := w.namespace(t, "down"), uniqueName("node"), stateDir(t)
 	a := w.startNode(t, node, dir)
-	for _, name := range []string{"waits", "gone"} {
+	names := []string{"waits", "gone", "reborn"}
+	for _, name := range names {
 		w.create(t, bound(guestVMI(ns, name, 30, testguest.ActionACPI), node))
 	}
-	waits := w.waitReady(t, ns, "waits", 3*time.Minute)
-	gone := w.waitReady(t, ns, "gone", 3*time.Minute)
-	for _, name := range []string{"waits", "gone"} {
+	old := map[string]*virtv1.VirtualMachineInstance{}
+	for _, name := range names {
+		old[name] = w.waitReady(t, ns, name, 3*time.Minute)
 		waitConsole(t, dir, ns, name, "testguest: waiting for the ACPI power button", 3*time.Minute)
 	}
+	_, rebornID, _ := w.domain(t, ns, "reborn")
 	a.stop(t, os.Interrupt)
-	for _, name := range []string{"waits", "gone"} {
+	for _, name := range names {
 		if exists, id, _ := w.domain(t, ns, name); !exists || id < 0 {
 			t.Fatalf("%s does not run after the agent stopped", name)
 		}
 	}
 
 	ctx := context.Background()
-	if err := w.client.Delete(ctx, waits); err != nil {
-		t.Fatal(err)
+	for _, name := range names {
+		if err := w.client.Delete(ctx, old[name]); err != nil {
+			t.Fatal(err)
+		}
 	}
-	if err := w.client.Delete(ctx, gone); err != nil {
-		t.Fatal(err)
+	for _, name := range []string{"gone", "reborn"} {
+		stripped := w.get(t, ns, name)
+		patch := client.MergeFrom(stripped.DeepCopy())
+		controllerutil.RemoveFinalizer(stripped, agent.Finalizer)
+		if err := w.client.Patch(ctx, stripped, patch); err != nil {
+			t.Fatal(err)
+		}
+		w.waitGone(t, ns, name, 30*time.Second)
 	}
-	stripped := w.get(t, ns, "gone")
-	patch := client.MergeFrom(stripped.DeepCopy())
-	controllerutil.RemoveFinalizer(stripped, agent.Finalizer)
-	if err := w.client.Patch(ctx, stripped, patch); err != nil {
-		t.Fatal(err)
-	}
-	w.waitGone(t, ns, "gone", 30*time.Second)
+	w.create(t, bound(guestVMI(ns, "reborn", 30, testguest.ActionACPI), node))
 	if v := w.get(t, ns, "waits"); v == nil || v.DeletionTimestamp == nil {
 		t.Fatalf("waits: %s; want it deleting, held by the finalizer", describe(v))
 	}
 
 	b := w.startNode(t, node, dir)
 	if line := b.waitFor(ctx, t, "nodeagent: watching VMIs"); !strings.Contains(line, "orphans=1") {
-		t.Errorf("sweep: %q, want orphans=1 (the VMI whose object is gone)", line)
+		t.Errorf("sweep: %q, want orphans=1 (the VMI whose object is gone; reborn's name is taken)", line)
 	}
 	w.waitGone(t, ns, "waits", 2*time.Minute)
 	for _, name := range []string{"waits", "gone"} {
@@ -142,8 +147,21 @@ func testDeletedWhileDown(t *testing.T, w *world) {
 	if !strings.Contains(b.output(), "shutting down the guest of a VMI that is gone") {
 		t.Errorf("the orphan's guest was not shut down gracefully:\n%s", b.output())
 	}
-	if got := w.events(t, ns, waits.UID); got["ShuttingDown"] == 0 || got["Deleted"] == 0 {
+	if got := w.events(t, ns, old["waits"].UID); got["ShuttingDown"] == 0 || got["Deleted"] == 0 {
 		t.Errorf("Events of the VMI deleted while the agent was down: %v", got)
 	}
+
+	// The new VMI of the old name has a guest of its own.
+	reborn := w.waitReady(t, ns, "reborn", 3*time.Minute)
+	if reborn.UID == old["reborn"].UID {
+		t.Fatal("the new reborn VMI has the old one's UID")
+	}
+	if _, id, _ := w.domain(t, ns, "reborn"); id == rebornID || id < 0 {
+		t.Errorf("reborn's domain ID %d, the old guest's was %d: want a new guest", id, rebornID)
+	}
+	if err := w.client.Delete(ctx, reborn); err != nil {
+		t.Fatal(err)
+	}
+	w.waitGone(t, ns, "reborn", 2*time.Minute)
 	b.stop(t, os.Interrupt)
 }
