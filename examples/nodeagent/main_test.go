@@ -7,12 +7,14 @@ import (
 	"io"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/google/go-cmp/cmp"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/util/validation"
 
 	"github.com/vmi2libvirt/vmi2libvirt/examples/nodeagent/internal/testcluster"
 )
@@ -110,4 +112,30 @@ func TestRefusesWithoutCRD(t *testing.T) {
 	if strings.Contains(a.output(), "connected to libvirt") {
 		t.Errorf("the agent connected to libvirt before checking the CRD:\n%s", a.output())
 	}
+}
+
+// FuzzParseFlags: whatever the command line, parseFlags returns a config
+// or an error, never panics, and a config it returns is one the agent can
+// use: a node name that is a DNS subdomain and a label value, node labels
+// that are valid labels, an absolute state folder.
+func FuzzParseFlags(f *testing.F) {
+	f.Add("node-a", "zone=a,kubevirt.io/schedulable=true", "/s", "127.0.0.1:0")
+	f.Add("Node_A", "zone", "", "off")
+	f.Add("a", "a=b=c,,=", "rel/dir", "")
+	f.Fuzz(func(t *testing.T, node, nodeLabels, stateDir, metrics string) {
+		cfg, err := parseFlags([]string{"-kubeconfig", "/k", "-node", node, "-node-labels", nodeLabels,
+			"-state-dir", stateDir, "-metrics-address", metrics}, io.Discard)
+		if err != nil {
+			return
+		}
+		if errs := append(validation.IsDNS1123Subdomain(cfg.Node), validation.IsValidLabelValue(cfg.Node)...); len(errs) > 0 {
+			t.Errorf("accepted node %q: %v", cfg.Node, errs)
+		}
+		if _, err := labels.ValidatedSelectorFromSet(cfg.NodeLabels); err != nil {
+			t.Errorf("accepted node labels %v: %v", cfg.NodeLabels, err)
+		}
+		if !filepath.IsAbs(cfg.StateDir) {
+			t.Errorf("accepted state folder %q, not absolute", cfg.StateDir)
+		}
+	})
 }
