@@ -484,3 +484,65 @@ func TestE2ENeverBootsTwiceAcrossLibvirtdRestart(t *testing.T) {
 		t.Fatal("a VMI that ran to its end was started again after libvirtd forgot how it ended")
 	}
 }
+
+// TestE2EEventsNameTheDomainsVMI: a Sync of a later VMI of the same name
+// (another UID), refused while the earlier one runs, does not relabel the
+// earlier one: Watch reports the running domain's changes, and its end
+// when the caller deletes it to make room, with the UID of the VMI it
+// runs, so a caller matching events to objects by UID does not take them
+// for the later VMI's. The later VMI's own domain then reports its own.
+func TestE2EEventsNameTheDomainsVMI(t *testing.T) {
+	e := newEnv(t)
+	earlier := guestVMI(t, uniqueName("e2e-earlier"), 0, "testguest.action=ignore")
+	earlier.UID = "uid-earlier"
+	e.sync(t, earlier)
+	e.watch.waitPhase(t, earlier.Name, v1.Running, 3*time.Minute)
+
+	later := earlier.DeepCopy()
+	later.UID = "uid-later"
+	err := e.l.Sync(ctxFor(t, time.Minute), later)
+	var ce *launcher.ConflictError
+	if !errors.As(err, &ce) || ce.Owner != e.l.Owner() {
+		t.Fatalf("Sync of a later VMI of the same name: %v, want a conflict with the earlier one", err)
+	}
+	dom, err := e.conn.LookupDomainByName(domainName(earlier))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer dom.Free()
+	if err := dom.Suspend(); err != nil {
+		t.Fatal(err)
+	}
+	ev := e.watch.waitFor(t, earlier.Name, "paused", time.Minute, func(ev launcher.Event) bool {
+		return stateKey(ev.Status) == "Running/PausedByUser"
+	})
+	if ev.UID != earlier.UID {
+		t.Errorf("Watch reported the earlier VMI's pause with uid %q, want %q", ev.UID, earlier.UID)
+	}
+
+	if err := e.l.Delete(ctxFor(t, time.Minute), later); err != nil {
+		t.Fatal(err)
+	}
+	e.watch.waitFor(t, earlier.Name, "deleted", time.Minute, func(ev launcher.Event) bool { return ev.Deleted })
+	for _, r := range e.watch.of(earlier.Name) {
+		if r.ev.UID != earlier.UID {
+			t.Errorf("Watch event %s (deleted %v) of the earlier VMI with uid %q, want %q", stateKey(r.ev.Status), r.ev.Deleted, r.ev.UID, earlier.UID)
+		}
+	}
+	seen := len(e.watch.of(earlier.Name))
+	e.sync(t, later)
+	ran := false
+	for deadline := time.Now().Add(3 * time.Minute); !ran && time.Now().Before(deadline); time.Sleep(100 * time.Millisecond) {
+		for _, r := range e.watch.of(later.Name)[seen:] {
+			ran = ran || r.ev.Status.Phase == v1.Running
+		}
+	}
+	if !ran {
+		t.Fatal("the later VMI did not run")
+	}
+	for _, r := range e.watch.of(later.Name)[seen:] {
+		if r.ev.UID != later.UID {
+			t.Errorf("Watch event %s of the later VMI with uid %q, want %q", stateKey(r.ev.Status), r.ev.UID, later.UID)
+		}
+	}
+}

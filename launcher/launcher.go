@@ -463,7 +463,10 @@ func (l *Launcher) lookupState(name string) *vmiState {
 }
 
 // stateFor returns the state of the VMI namespace/name, making one for a
-// VMI not known yet. uid, when set, is recorded.
+// VMI not known yet. uid, when set, is recorded for a VMI known without
+// one; a known VMI's UID is its domain's (see publish), not the caller's:
+// a later VMI of the same name, refused while the earlier one's domain
+// exists, does not relabel the earlier one's events.
 func (l *Launcher) stateFor(namespace, name string, uid types.UID) *vmiState {
 	if namespace == "" {
 		namespace = "default"
@@ -476,7 +479,7 @@ func (l *Launcher) stateFor(namespace, name string, uid types.UID) *vmiState {
 		st = &vmiState{name: dn, namespace: namespace, vmi: name, lock: make(chan struct{}, 1)}
 		l.vmis[dn] = st
 	}
-	if uid != "" {
+	if uid != "" && st.uid.Load() == "" {
 		st.uid.Store(uid)
 	}
 	return st

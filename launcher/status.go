@@ -301,6 +301,11 @@ func (l *Launcher) publish(ctx context.Context, st *vmiState, libvirtEvent time.
 	if m := s.cur.marks; m != nil && m.Owner != l.cfg.Owner {
 		return st.status, &ConflictError{Domain: st.name, Owner: m.Owner, Reason: fmt.Sprintf("it belongs to the launcher %q", m.Owner)}
 	}
+	if m := s.cur.marks; m != nil && m.VMI.UID != "" {
+		// The status is that of the VMI the domain runs, whatever UID a
+		// caller last passed (a later VMI of the same name, refused).
+		st.uid.Store(m.VMI.UID)
+	}
 	prev := st.status
 	if !st.published {
 		prev = v1.VirtualMachineInstanceStatus{}

@@ -5,14 +5,14 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"path/filepath"
 
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/util/validation"
-)
 
-// defaultStateDir is launcher.DefaultStateDir; the agent takes it from the
-// launcher once it runs VMIs through it.
-const defaultStateDir = "/var/lib/vmi2libvirt/vmis"
+	"github.com/vmi2libvirt/vmi2libvirt/examples/nodeagent/agent"
+	"github.com/vmi2libvirt/vmi2libvirt/launcher"
+)
 
 // config is what the command line says.
 type config struct {
@@ -21,7 +21,9 @@ type config struct {
 	Emulate    bool       // run guests under emulation (domain type qemu)
 	Claim      bool       // also bind unbound VMIs whose nodeSelector matches NodeLabels
 	NodeLabels labels.Set // this node's labels, for -claim
-	StateDir   string     // one state folder per VMI below it
+	StateDir   string     // one state folder per VMI below it (absolute)
+
+	MetricsAddress string // where /metrics, /healthz and /readyz are served
 }
 
 // parseFlags reads the command line (without the program name). Errors name
@@ -42,9 +44,11 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 		cfg.NodeLabels = set
 		return nil
 	})
-	fs.StringVar(&cfg.StateDir, "state-dir", defaultStateDir, "`DIR` holding one state folder per VMI")
+	fs.StringVar(&cfg.StateDir, "state-dir", launcher.DefaultStateDir, "`DIR` holding one state folder per VMI")
+	fs.StringVar(&cfg.MetricsAddress, "metrics-address", agent.DefaultHTTPAddress,
+		"`ADDR` serving /metrics, /healthz and /readyz (port 0: any free port, logged; off: none)")
 	fs.Usage = func() {
-		fmt.Fprintln(stderr, "usage: nodeagent -kubeconfig FILE -node NAME [-emulate] [-claim] [-node-labels k=v,...] [-state-dir DIR]")
+		fmt.Fprintln(stderr, "usage: nodeagent -kubeconfig FILE -node NAME [-emulate] [-claim] [-node-labels k=v,...] [-state-dir DIR] [-metrics-address ADDR]")
 		fs.PrintDefaults()
 	}
 	if err := fs.Parse(args); err != nil {
@@ -67,5 +71,12 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	if cfg.StateDir == "" {
 		return config{}, errors.New("-state-dir: must not be empty")
 	}
+	// QEMU and libvirt need absolute paths; the agent's working folder is
+	// nobody else's.
+	abs, err := filepath.Abs(cfg.StateDir)
+	if err != nil {
+		return config{}, fmt.Errorf("-state-dir: %w", err)
+	}
+	cfg.StateDir = abs
 	return cfg, nil
 }

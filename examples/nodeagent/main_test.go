@@ -1,33 +1,23 @@
 package main
 
 import (
-	"bufio"
 	"context"
 	"errors"
 	"flag"
-	"fmt"
 	"io"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
-	"sync"
-	"syscall"
 	"testing"
 	"time"
 
 	"github.com/google/go-cmp/cmp"
-	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
-	virtv1 "kubevirt.io/api/core/v1"
-	"sigs.k8s.io/controller-runtime/pkg/client"
+	"k8s.io/apimachinery/pkg/util/validation"
 
 	"github.com/vmi2libvirt/vmi2libvirt/examples/nodeagent/internal/testcluster"
 )
-
-// runMainEnv makes the test binary run main() instead of the tests, so a
-// test runs the agent as the separate process a person starts.
-const runMainEnv = "NODEAGENT_TEST_RUN_MAIN"
 
 func TestMain(m *testing.M) {
 	if os.Getenv(runMainEnv) == "1" {
@@ -39,6 +29,10 @@ func TestMain(m *testing.M) {
 }
 
 func TestParseFlags(t *testing.T) {
+	wd, err := os.Getwd()
+	if err != nil {
+		t.Fatal(err)
+	}
 	cases := []struct {
 		name string
 		args []string
@@ -47,14 +41,20 @@ func TestParseFlags(t *testing.T) {
 	}{
 		{
 			name: "all",
-			args: []string{"-kubeconfig", "/k", "-node", "node-a", "-emulate", "-claim", "-node-labels", "zone=a,kubevirt.io/schedulable=true", "-state-dir", "/s"},
+			args: []string{"-kubeconfig", "/k", "-node", "node-a", "-emulate", "-claim", "-node-labels", "zone=a,kubevirt.io/schedulable=true",
+				"-state-dir", "/s", "-metrics-address", "127.0.0.1:0"},
 			want: config{Kubeconfig: "/k", Node: "node-a", Emulate: true, Claim: true,
-				NodeLabels: labels.Set{"zone": "a", "kubevirt.io/schedulable": "true"}, StateDir: "/s"},
+				NodeLabels: labels.Set{"zone": "a", "kubevirt.io/schedulable": "true"}, StateDir: "/s", MetricsAddress: "127.0.0.1:0"},
 		},
 		{
 			name: "defaults",
 			args: []string{"-kubeconfig", "/k", "-node", "node-a"},
-			want: config{Kubeconfig: "/k", Node: "node-a", StateDir: "/var/lib/vmi2libvirt/vmis"},
+			want: config{Kubeconfig: "/k", Node: "node-a", StateDir: "/var/lib/vmi2libvirt/vmis", MetricsAddress: "127.0.0.1:8080"},
+		},
+		{
+			name: "relative state dir",
+			args: []string{"-kubeconfig", "/k", "-node", "node-a", "-state-dir", "vmis", "-metrics-address", "off"},
+			want: config{Kubeconfig: "/k", Node: "node-a", StateDir: wd + "/vmis", MetricsAddress: "off"},
 		},
 		{name: "no kubeconfig", args: []string{"-node", "a"}, err: "-kubeconfig: required"},
 		{name: "no node", args: []string{"-kubeconfig", "/k"}, err: "-node: required"},
@@ -89,159 +89,53 @@ func TestParseFlags(t *testing.T) {
 	}
 }
 
-// TestAgentOnAPIServer runs the agent as a process against a real API
-// server: it watches exactly its node's VMIs, exits 0 on SIGTERM, and
-// refuses to start (exit 1, with the remedy) where the CRD is not served.
-func TestAgentOnAPIServer(t *testing.T) {
+// TestRefusesWithoutCRD: where the API server does not serve KubeVirt's
+// CRD, the agent exits 1 at once with the remedy, before it touches
+// libvirt.
+func TestRefusesWithoutCRD(t *testing.T) {
 	c := testcluster.Start(t)
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	scheme, err := newScheme()
-	if err != nil {
-		t.Fatal(err)
+	if _, stderr, err := c.Kubectl(ctx, "delete", "crd", "virtualmachineinstances.kubevirt.io"); err != nil {
+		t.Fatalf("kubectl delete crd: %v\n%s", err, stderr)
 	}
-	cl, err := client.New(c.Config, client.Options{Scheme: scheme})
-	if err != nil {
-		t.Fatal(err)
+	a := startAgent(t, "-kubeconfig", c.Kubeconfig, "-node", "node-a", "-metrics-address", "off")
+	err := a.wait(ctx)
+	var exit *exec.ExitError
+	if !errors.As(err, &exit) || exit.ExitCode() != 1 {
+		t.Fatalf("agent without the CRD: %v, want exit status 1\n%s", err, a.output())
 	}
-	// Two VMIs on node-a, one on node-b, one unbound.
-	for name, node := range map[string]string{"a1": "node-a", "a2": "node-a", "b1": "node-b", "free": ""} {
-		vmi := &virtv1.VirtualMachineInstance{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: corev1.NamespaceDefault}}
-		if node != "" {
-			vmi.Labels = map[string]string{virtv1.NodeNameLabel: node}
-		}
-		if err := cl.Create(ctx, vmi); err != nil {
-			t.Fatal(err)
-		}
+	want := "does not serve kubevirt.io/v1 VirtualMachineInstances: install KubeVirt's CRD (bash .ci/cluster.sh up does)"
+	if !strings.Contains(a.output(), want) {
+		t.Errorf("agent output lacks %q:\n%s", want, a.output())
 	}
+	if strings.Contains(a.output(), "connected to libvirt") {
+		t.Errorf("the agent connected to libvirt before checking the CRD:\n%s", a.output())
+	}
+}
 
-	t.Run("WatchesItsNodeAndStopsOnSIGTERM", func(t *testing.T) {
-		agent := startAgent(t, "-kubeconfig", c.Kubeconfig, "-node", "node-a", "-state-dir", t.TempDir())
-		line := agent.waitFor(ctx, t, "nodeagent: watching VMIs")
-		for _, want := range []string{"node=node-a", `selector="kubevirt.io/nodeName=node-a"`, "vmis=2"} {
-			if !strings.Contains(line, want) {
-				t.Errorf("log line %q lacks %q", line, want)
-			}
+// FuzzParseFlags: whatever the command line, parseFlags returns a config
+// or an error, never panics, and a config it returns is one the agent can
+// use: a node name that is a DNS subdomain and a label value, node labels
+// that are valid labels, an absolute state folder.
+func FuzzParseFlags(f *testing.F) {
+	f.Add("node-a", "zone=a,kubevirt.io/schedulable=true", "/s", "127.0.0.1:0")
+	f.Add("Node_A", "zone", "", "off")
+	f.Add("a", "a=b=c,,=", "rel/dir", "")
+	f.Fuzz(func(t *testing.T, node, nodeLabels, stateDir, metrics string) {
+		cfg, err := parseFlags([]string{"-kubeconfig", "/k", "-node", node, "-node-labels", nodeLabels,
+			"-state-dir", stateDir, "-metrics-address", metrics}, io.Discard)
+		if err != nil {
+			return
 		}
-		if err := agent.cmd.Process.Signal(syscall.SIGTERM); err != nil {
-			t.Fatal(err)
+		if errs := append(validation.IsDNS1123Subdomain(cfg.Node), validation.IsValidLabelValue(cfg.Node)...); len(errs) > 0 {
+			t.Errorf("accepted node %q: %v", cfg.Node, errs)
 		}
-		if err := agent.wait(ctx); err != nil {
-			t.Fatalf("agent after SIGTERM: %v (want exit 0)\n%s", err, agent.output())
+		if _, err := labels.ValidatedSelectorFromSet(cfg.NodeLabels); err != nil {
+			t.Errorf("accepted node labels %v: %v", cfg.NodeLabels, err)
 		}
-		if !strings.Contains(agent.output(), "nodeagent: stopped") {
-			t.Errorf("agent output lacks its stop line:\n%s", agent.output())
+		if !filepath.IsAbs(cfg.StateDir) {
+			t.Errorf("accepted state folder %q, not absolute", cfg.StateDir)
 		}
 	})
-
-	t.Run("RefusesWithoutCRD", func(t *testing.T) {
-		if _, stderr, err := c.Kubectl(ctx, "delete", "crd", "virtualmachineinstances.kubevirt.io"); err != nil {
-			t.Fatalf("kubectl delete crd: %v\n%s", err, stderr)
-		}
-		agent := startAgent(t, "-kubeconfig", c.Kubeconfig, "-node", "node-a")
-		err := agent.wait(ctx)
-		var exit *exec.ExitError
-		if !errors.As(err, &exit) || exit.ExitCode() != 1 {
-			t.Fatalf("agent without the CRD: %v, want exit status 1\n%s", err, agent.output())
-		}
-		want := "does not serve kubevirt.io/v1 VirtualMachineInstances: install KubeVirt's CRD (bash .ci/cluster.sh up does)"
-		if !strings.Contains(agent.output(), want) {
-			t.Errorf("agent output lacks %q:\n%s", want, agent.output())
-		}
-	})
-}
-
-// agent is the node agent running as a child process (the test binary
-// running main), with its stderr collected line by line.
-type agent struct {
-	cmd *exec.Cmd
-
-	mu      sync.Mutex
-	lines   []string
-	changed chan struct{} // a line arrived (capacity 1)
-
-	exited  chan struct{} // closed when the process has exited
-	exitErr error         // cmd.Wait's answer, once exited is closed
-}
-
-func startAgent(t *testing.T, args ...string) *agent {
-	t.Helper()
-	cmd := exec.Command(os.Args[0], args...)
-	cmd.Env = append(os.Environ(), runMainEnv+"=1")
-	stderr, err := cmd.StderrPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	a := &agent{cmd: cmd, changed: make(chan struct{}, 1), exited: make(chan struct{})}
-	go func() {
-		s := bufio.NewScanner(stderr)
-		for s.Scan() {
-			a.mu.Lock()
-			a.lines = append(a.lines, s.Text())
-			a.mu.Unlock()
-			select {
-			case a.changed <- struct{}{}:
-			default:
-			}
-		}
-		a.exitErr = cmd.Wait() // after the last read, as exec requires
-		close(a.exited)
-	}()
-	t.Cleanup(func() {
-		select {
-		case <-a.exited:
-		default:
-			cmd.Process.Kill()
-			<-a.exited
-		}
-	})
-	return a
-}
-
-// waitFor returns the first line of the agent's stderr that holds text.
-func (a *agent) waitFor(ctx context.Context, t *testing.T, text string) string {
-	t.Helper()
-	next := 0
-	for {
-		a.mu.Lock()
-		lines := a.lines[next:]
-		next = len(a.lines)
-		a.mu.Unlock()
-		for _, line := range lines {
-			if strings.Contains(line, text) {
-				return line
-			}
-		}
-		select {
-		case <-a.changed:
-		case <-a.exited:
-			if a.mu.Lock(); next == len(a.lines) {
-				a.mu.Unlock()
-				t.Fatalf("agent exited (%v) before logging %q:\n%s", a.exitErr, text, a.output())
-			}
-			a.mu.Unlock()
-		case <-ctx.Done():
-			t.Fatalf("agent did not log %q: %v\n%s", text, ctx.Err(), a.output())
-		}
-	}
-}
-
-// wait waits for the agent to exit and returns cmd.Wait's error.
-func (a *agent) wait(ctx context.Context) error {
-	select {
-	case <-a.exited:
-		return a.exitErr
-	case <-ctx.Done():
-		return fmt.Errorf("agent still running: %w", ctx.Err())
-	}
-}
-
-// output is everything the agent printed on stderr so far.
-func (a *agent) output() string {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	return strings.Join(a.lines, "\n")
 }

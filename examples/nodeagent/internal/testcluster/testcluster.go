@@ -21,8 +21,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/go-logr/logr"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
+	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 
 	"github.com/vmi2libvirt/vmi2libvirt/examples/nodeagent/crd"
 )
@@ -92,12 +94,16 @@ func start(tb testing.TB, crdPath string) (*Cluster, func()) {
 		tb.Fatal(err)
 	}
 
+	// envtest logs through controller-runtime's logger; without one set,
+	// controller-runtime prints a warning with a stack trace.
+	ctrllog.SetLogger(logr.Discard())
+
 	dir, err := os.MkdirTemp("", "testcluster-")
 	if err != nil {
 		tb.Fatal(err)
 	}
 	apiLog, etcdLog := filepath.Join(dir, "kube-apiserver.log"), filepath.Join(dir, "etcd.log")
-	env, err := newEnvironment(assets, crdPath, apiLog, etcdLog)
+	env, err := newEnvironment(assets, crdPath, dir, apiLog, etcdLog)
 	if err != nil {
 		os.RemoveAll(dir)
 		tb.Fatal(err)
@@ -130,9 +136,10 @@ func start(tb testing.TB, crdPath string) (*Cluster, func()) {
 }
 
 // newEnvironment configures envtest with explicit binary paths (so neither
-// TEST_ASSET_* variables nor USE_EXISTING_CLUSTER can send a test elsewhere)
-// and the servers' output in log files.
-func newEnvironment(assets, crdPath, apiLog, etcdLog string) (*envtest.Environment, error) {
+// TEST_ASSET_* variables nor USE_EXISTING_CLUSTER can send a test elsewhere),
+// the servers' output in log files, and the API server's certificates in a
+// folder of dir that outlives a restart of the API server.
+func newEnvironment(assets, crdPath, dir, apiLog, etcdLog string) (*envtest.Environment, error) {
 	existing := false
 	env := &envtest.Environment{
 		UseExistingCluster:    &existing,
@@ -145,6 +152,18 @@ func newEnvironment(assets, crdPath, apiLog, etcdLog string) (*envtest.Environme
 	}
 	api := env.ControlPlane.GetAPIServer()
 	api.Path = filepath.Join(assets, "kube-apiserver")
+	// envtest makes a temporary certificate folder of its own when none is
+	// given, and a new one, with a new CA, each time the API server starts:
+	// clients would not trust the restarted server.
+	api.CertDir = filepath.Join(dir, "kube-apiserver")
+	if err := os.Mkdir(api.CertDir, 0o700); err != nil {
+		return nil, err
+	}
+	// On SIGTERM, answer new requests "retry later" until those in flight
+	// are done, then close the connections within 2 s (as a production API
+	// server behind a load balancer does). By default the server waits a
+	// minute for its clients' watches to end, which they never do.
+	api.Configure().Set("shutdown-send-retry-after", "true")
 	env.ControlPlane.KubectlPath = filepath.Join(assets, "kubectl")
 	env.ControlPlane.Etcd = &envtest.Etcd{Path: filepath.Join(assets, "etcd")}
 	var err error
@@ -165,6 +184,23 @@ func closeLogs(env *envtest.Environment) {
 			f.Close()
 		}
 	}
+}
+
+// StopAPIServer stops the kube-apiserver; etcd keeps running. Clients
+// then get "connection refused" until StartAPIServer.
+func (c *Cluster) StopAPIServer() error {
+	if err := c.Env.ControlPlane.GetAPIServer().Stop(); err != nil {
+		return fmt.Errorf("stopping kube-apiserver: %w\n%s", err, logTails(filepath.Join(c.dir, "kube-apiserver.log")))
+	}
+	return nil
+}
+
+// StartAPIServer starts the kube-apiserver that StopAPIServer stopped, on
+// the same address, with the same certificates and the same etcd: clients
+// reconnect with the configuration and kubeconfig they had, and find
+// every object.
+func (c *Cluster) StartAPIServer() error {
+	return c.Env.ControlPlane.GetAPIServer().Start()
 }
 
 // Kubectl runs the cluster's kubectl with its kubeconfig and args, and

@@ -1,0 +1,358 @@
+package agent
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"time"
+
+	"github.com/go-logr/logr"
+	k8sv1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/kubernetes"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/record"
+	"k8s.io/client-go/util/workqueue"
+	"k8s.io/utils/ptr"
+	v1 "kubevirt.io/api/core/v1"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/healthz"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+	"sigs.k8s.io/controller-runtime/pkg/source"
+
+	"github.com/vmi2libvirt/vmi2libvirt/launcher"
+)
+
+// Defaults of Config.
+const (
+	// DefaultWorkers is virt-handler's number of VMI workers.
+	DefaultWorkers = 10
+	// DefaultHTTPAddress serves metrics and health on loopback, at
+	// controller-runtime's usual metrics port.
+	DefaultHTTPAddress = "127.0.0.1:8080"
+)
+
+// EventSource is the component name of the Events the agent records (with
+// the node's name as their host), as virt-handler's are "virt-handler".
+const EventSource = "vmi2libvirt-nodeagent"
+
+// Retry backoff of a VMI whose reconcile failed (the host is not ready,
+// libvirt or the API server cannot be reached): from retryMin, doubling
+// per failure, to retryMax.
+const (
+	retryMin = 200 * time.Millisecond
+	retryMax = 10 * time.Second
+)
+
+// Config says which node an agent is and how it runs that node's VMIs.
+type Config struct {
+	// Node is this node's name: the agent runs the VMIs labelled
+	// kubevirt.io/nodeName=Node, and it is the launcher's owner (the
+	// domains it defines are recorded as this node's). Required.
+	Node string
+
+	// Claim makes the agent also bind unbound VMIs (no
+	// kubevirt.io/nodeName label) that may run on this node: whose
+	// spec.nodeSelector and required node affinity match NodeLabels (with
+	// kubernetes.io/hostname=Node) and Node.
+	Claim bool
+	// NodeLabels are this node's labels, for Claim.
+	NodeLabels labels.Set
+
+	// Launcher configures the launcher that runs the VMIs. Its Owner is
+	// Node (another non-empty Owner is refused) and its Logger Logger's
+	// when unset.
+	Launcher launcher.Config
+
+	// HTTPAddress is where /metrics, /healthz and /readyz are served;
+	// empty: DefaultHTTPAddress; "off": nowhere. A port 0 is chosen by the
+	// system and logged ("serving metrics and health").
+	HTTPAddress string
+
+	// Workers is how many VMIs are reconciled at once; 0: DefaultWorkers.
+	Workers int
+
+	// Logger receives the agent's log and controller-runtime's; nil is
+	// silent.
+	Logger *slog.Logger
+}
+
+// withDefaults returns cfg with its defaults applied, or an error naming
+// a field that cannot work.
+func (cfg Config) withDefaults() (Config, error) {
+	if cfg.Node == "" {
+		return cfg, errors.New("agent: Config.Node is empty")
+	}
+	switch cfg.Launcher.Owner {
+	case "":
+		cfg.Launcher.Owner = cfg.Node
+	case cfg.Node:
+	default:
+		return cfg, fmt.Errorf("agent: Config.Launcher.Owner %q is not Config.Node %q: the launcher's owner is the node", cfg.Launcher.Owner, cfg.Node)
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
+	if cfg.Launcher.Logger == nil {
+		cfg.Launcher.Logger = cfg.Logger
+	}
+	if cfg.HTTPAddress == "" {
+		cfg.HTTPAddress = DefaultHTTPAddress
+	}
+	if cfg.Workers <= 0 {
+		cfg.Workers = DefaultWorkers
+	}
+	return cfg, nil
+}
+
+// NewScheme knows Kubernetes' built-in types and KubeVirt's kubevirt.io/v1.
+func NewScheme() (*runtime.Scheme, error) {
+	scheme := runtime.NewScheme()
+	if err := clientgoscheme.AddToScheme(scheme); err != nil {
+		return nil, err
+	}
+	if err := v1.AddToScheme(scheme); err != nil {
+		return nil, err
+	}
+	return scheme, nil
+}
+
+// ErrNoCRD is returned by Run when the API server does not serve
+// KubeVirt's VirtualMachineInstance CRD.
+var ErrNoCRD = errors.New("the API server does not serve kubevirt.io/v1 VirtualMachineInstances: install KubeVirt's CRD (bash .ci/cluster.sh up does)")
+
+// Run runs the node agent against the API server restConfig reaches (with
+// no client-side rate limit unless restConfig sets a QPS), until ctx ends; then it stops watching and returns nil, leaving the guests
+// running (a new agent of the same node adopts them). It fails at once
+// when the CRD is not served (ErrNoCRD), libvirt cannot be reached, or the
+// HTTP address cannot be listened on.
+func Run(ctx context.Context, restConfig *rest.Config, cfg Config) error {
+	cfg, err := cfg.withDefaults()
+	if err != nil {
+		return err
+	}
+	log := cfg.Logger.With("node", cfg.Node)
+	if restConfig.QPS == 0 {
+		// As controller-runtime's own config loader: no client-side rate
+		// limit (client-go's default is 5 requests a second, which a burst
+		// of VMIs exceeds at once); the API server's priority and fairness
+		// protect it.
+		restConfig = rest.CopyConfig(restConfig)
+		restConfig.QPS = -1
+	}
+	scheme, err := NewScheme()
+	if err != nil {
+		return err
+	}
+	mine := labels.SelectorFromSet(labels.Set{v1.NodeNameLabel: cfg.Node})
+	if err := checkCRD(ctx, restConfig, scheme, mine); err != nil {
+		return err
+	}
+
+	l, err := launcher.New(ctx, cfg.Launcher)
+	if err != nil {
+		return err
+	}
+	defer l.Close()
+
+	mgr, err := ctrl.NewManager(restConfig, manager.Options{
+		Scheme: scheme,
+		Logger: logr.FromSlogHandler(cfg.Logger.Handler()),
+		// The agent serves metrics and health itself (httpServer).
+		Metrics:                metricsserver.Options{BindAddress: "0"},
+		HealthProbeBindAddress: "0",
+		// This node's VMIs only, as virt-handler watches them.
+		Cache: cache.Options{ByObject: map[client.Object]cache.ByObject{
+			&v1.VirtualMachineInstance{}: {Label: mine},
+		}},
+	})
+	if err != nil {
+		return err
+	}
+	events, stopEvents, err := newRecorder(restConfig, scheme, cfg.Node)
+	if err != nil {
+		return err
+	}
+	defer stopEvents()
+	metrics := newAgentMetrics(cfg.Node, mgr.GetCache())
+	unregister, err := metrics.register()
+	if err != nil {
+		return err
+	}
+	defer unregister()
+
+	w := &writer{client: mgr.GetClient(), events: events, node: cfg.Node, metrics: metrics}
+	if err := addVMIControllers(ctx, mgr, l, w, cfg.Workers, log); err != nil {
+		return err
+	}
+	if cfg.Claim {
+		if err := addClaimController(mgr, restConfig, scheme, cfg, events, metrics, log); err != nil {
+			return err
+		}
+	}
+	if cfg.HTTPAddress != "off" {
+		if err := addHTTPServer(mgr, l, cfg.HTTPAddress, log); err != nil {
+			return err
+		}
+	}
+	log.Info("nodeagent: starting", "selector", mine.String(), "server", restConfig.Host, "owner", l.Owner(),
+		"stateDir", cfg.Launcher.Layout.StateDir, "emulate", cfg.Launcher.Emulate, "claim", cfg.Claim, "nodeLabels", cfg.NodeLabels.String())
+	return mgr.Start(ctx)
+}
+
+// checkCRD fails at once, with the remedy, when the API server does not
+// serve VMIs: the cache would retry its list for ever.
+func checkCRD(ctx context.Context, restConfig *rest.Config, scheme *runtime.Scheme, mine labels.Selector) error {
+	direct, err := client.New(restConfig, client.Options{Scheme: scheme})
+	if err != nil {
+		return err
+	}
+	err = direct.List(ctx, &v1.VirtualMachineInstanceList{}, client.MatchingLabelsSelector{Selector: mine}, client.Limit(1))
+	switch {
+	case meta.IsNoMatchError(err):
+		return fmt.Errorf("%w (at %s): %w", ErrNoCRD, restConfig.Host, err)
+	case err != nil:
+		return fmt.Errorf("listing VirtualMachineInstances at %s: %w", restConfig.Host, err)
+	}
+	return nil
+}
+
+// addVMIControllers adds the controllers of the node's VMIs: vmiReconciler,
+// fed by the API server's events of the node's VMIs and by libvirt's of
+// the VMIs leaving the host, and statusReconciler, fed by libvirt's; plus
+// the runnables that feed them from the launcher: its Watch channel, and
+// the sweep of its domains at start.
+func addVMIControllers(ctx context.Context, mgr manager.Manager, l *launcher.Launcher, w *writer, workers int, log *slog.Logger) error {
+	view := newLauncherView()
+	toRunner, toStatus := make(chan vmiEvent, 1024), make(chan vmiEvent, 1024)
+	err := errors.Join(
+		mgr.Add(manager.RunnableFunc(func(ctx context.Context) error {
+			return forwardWatch(ctx, l, view, toRunner, toStatus)
+		})),
+		mgr.Add(manager.RunnableFunc(func(ctx context.Context) error {
+			return sweepOrphans(ctx, l, mgr.GetCache(), view, toRunner, log)
+		})),
+	)
+	if err != nil {
+		return err
+	}
+	enqueue := &handler.TypedEnqueueRequestForObject[*v1.VirtualMachineInstance]{}
+	// The runner needs libvirt's events only for the VMIs it takes off the
+	// host (deleting, or gone); the others' status is statusReconciler's.
+	leaving := predicate.NewTypedPredicateFuncs(func(ref *v1.VirtualMachineInstance) bool {
+		var vmi v1.VirtualMachineInstance
+		err := mgr.GetCache().Get(ctx, client.ObjectKeyFromObject(ref), &vmi)
+		return err != nil || vmi.DeletionTimestamp != nil
+	})
+	err = ctrl.NewControllerManagedBy(mgr).
+		Named("vmi").
+		For(&v1.VirtualMachineInstance{}).
+		WatchesRawSource(source.Channel(toRunner, enqueue, source.WithPredicates[*v1.VirtualMachineInstance, reconcile.Request](leaving))).
+		WithOptions(controllerOptions(workers)).
+		Complete(&vmiReconciler{writer: w, client: mgr.GetClient(), launcher: l, view: view, synced: newSyncMemo(), log: log})
+	if err != nil {
+		return err
+	}
+	return ctrl.NewControllerManagedBy(mgr).
+		Named("vmi-status").
+		WatchesRawSource(source.Channel(toStatus, enqueue)).
+		WithOptions(controllerOptions(workers)).
+		Complete(&statusReconciler{writer: w, client: mgr.GetClient(), view: view})
+}
+
+// controllerOptions are the options of the agent's controllers: workers
+// VMIs at once, failures retried from retryMin to retryMax. (Controller
+// names are checked for uniqueness per process; the agent's are its own,
+// and a process may run one agent after another.)
+func controllerOptions(workers int) controller.Options {
+	return controller.Options{
+		MaxConcurrentReconciles: workers,
+		RateLimiter:             workqueue.NewTypedItemExponentialFailureRateLimiter[reconcile.Request](retryMin, retryMax),
+		SkipNameValidation:      ptr.To(true),
+	}
+}
+
+// addClaimController adds the claim controller, with a cache of its own
+// holding the unbound VMIs.
+func addClaimController(mgr manager.Manager, restConfig *rest.Config, scheme *runtime.Scheme, cfg Config, events record.EventRecorder, metrics *agentMetrics, log *slog.Logger) error {
+	unbound, err := cache.New(restConfig, cache.Options{
+		Scheme:     scheme,
+		HTTPClient: mgr.GetHTTPClient(),
+		Mapper:     mgr.GetRESTMapper(),
+		ByObject: map[client.Object]cache.ByObject{
+			&v1.VirtualMachineInstance{}: {Label: unboundSelector()},
+		},
+	})
+	if err != nil {
+		return err
+	}
+	if err := mgr.Add(unbound); err != nil {
+		return err
+	}
+	c := &claimReconciler{
+		unbound: unbound, api: mgr.GetAPIReader(), client: mgr.GetClient(),
+		node: nodeObject(cfg.Node, cfg.NodeLabels), events: events, metrics: metrics, log: log,
+	}
+	return ctrl.NewControllerManagedBy(mgr).
+		Named("vmi-claim").
+		WatchesRawSource(source.Kind(unbound, &v1.VirtualMachineInstance{}, &handler.TypedEnqueueRequestForObject[*v1.VirtualMachineInstance]{})).
+		WithOptions(controllerOptions(1)).
+		Complete(c)
+}
+
+// addHTTPServer listens on address and adds the server of /metrics,
+// /healthz and /readyz.
+func addHTTPServer(mgr manager.Manager, l *launcher.Launcher, address string, log *slog.Logger) error {
+	ln, err := net.Listen("tcp", address)
+	if err != nil {
+		return fmt.Errorf("agent: metrics and health: %w", err)
+	}
+	return mgr.Add(&httpServer{
+		listener: ln,
+		healthz:  map[string]healthz.Checker{"ping": healthz.Ping},
+		readyz: map[string]healthz.Checker{
+			"informers": func(req *http.Request) error {
+				ctx, cancel := context.WithTimeout(req.Context(), time.Second)
+				defer cancel()
+				if !mgr.GetCache().WaitForCacheSync(ctx) {
+					return errors.New("the cache of this node's VMIs is not synced")
+				}
+				return nil
+			},
+			"libvirt": func(req *http.Request) error {
+				ctx, cancel := context.WithTimeout(req.Context(), 5*time.Second)
+				defer cancel()
+				_, err := l.List(ctx)
+				return err
+			},
+		},
+		log: log,
+	})
+}
+
+// newRecorder makes the agent's Event recorder: Events from EventSource on
+// host node, as virt-handler's come from "virt-handler" on its node. The
+// returned function flushes and stops it.
+func newRecorder(restConfig *rest.Config, scheme *runtime.Scheme, node string) (record.EventRecorder, func(), error) {
+	cs, err := kubernetes.NewForConfig(restConfig)
+	if err != nil {
+		return nil, nil, err
+	}
+	b := record.NewBroadcaster()
+	b.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: cs.CoreV1().Events("")})
+	return b.NewRecorder(scheme, k8sv1.EventSource{Component: EventSource, Host: node}), b.Shutdown, nil
+}

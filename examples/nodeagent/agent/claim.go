@@ -1,0 +1,134 @@
+package agent
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+
+	k8sv1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/selection"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+	"k8s.io/client-go/tools/record"
+	"k8s.io/component-helpers/scheduling/corev1/nodeaffinity"
+	v1 "kubevirt.io/api/core/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	"github.com/vmi2libvirt/vmi2libvirt/domain"
+)
+
+// unboundSelector selects the VMIs no node has: those without the
+// kubevirt.io/nodeName label. With Config.Claim the agent watches them in
+// a cache of their own (its main cache holds only its node's VMIs).
+func unboundSelector() labels.Selector {
+	req, err := labels.NewRequirement(v1.NodeNameLabel, selection.DoesNotExist, nil)
+	if err != nil {
+		panic(err) // a constant requirement
+	}
+	return labels.NewSelector().Add(*req)
+}
+
+// claimReconciler binds unbound VMIs that may run on its node, as
+// KubeVirt's scheduling does: by setting the kubevirt.io/nodeName label.
+// Agents racing for one VMI each write the label with the resourceVersion
+// they read as a precondition: the API server lets exactly one through
+// and answers the others 409 Conflict; those leave the VMI to the winner.
+type claimReconciler struct {
+	unbound client.Reader // the cache of unbound VMIs
+	api     client.Reader // reads from the API server itself: who won
+	client  client.Writer
+	node    *k8sv1.Node // this node, as the matching sees it: name and labels
+	events  record.EventRecorder
+	metrics *agentMetrics
+	log     *slog.Logger
+}
+
+// Reconcile binds one unbound VMI to this node when the VMI may run here.
+func (c *claimReconciler) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
+	var vmi v1.VirtualMachineInstance
+	if err := c.unbound.Get(ctx, req.NamespacedName, &vmi); err != nil {
+		return reconcile.Result{}, client.IgnoreNotFound(err)
+	}
+	ok, err := claimable(&vmi, c.node)
+	if err != nil {
+		c.log.Warn("nodeagent: not claiming a VMI whose node affinity cannot be read", "vmi", key(&vmi), "err", err)
+		return reconcile.Result{}, nil
+	}
+	if !ok {
+		return reconcile.Result{}, nil
+	}
+	winner, err := bind(ctx, c.client, c.api, &vmi, c.node.Name)
+	switch {
+	case err != nil:
+		return reconcile.Result{}, client.IgnoreNotFound(err)
+	case winner == c.node.Name:
+		c.metrics.claims.WithLabelValues("won").Inc()
+		c.log.Info("nodeagent: claimed a VMI", "vmi", key(&vmi))
+		c.events.Event(&vmi, eventClaimed.Type, eventClaimed.Reason, fmt.Sprintf("Bound to node %s by its node agent.", c.node.Name))
+	case winner != "":
+		c.metrics.claims.WithLabelValues("lost").Inc()
+		c.log.Info("nodeagent: another node's agent claimed a VMI first", "vmi", key(&vmi), "node", winner)
+	}
+	// winner "" : the VMI changed and is still unbound; its update brings
+	// it back here.
+	return reconcile.Result{}, nil
+}
+
+// claimable tells whether vmi is unbound, alive, and may run on node: its
+// spec.nodeSelector and its required node affinity match node's labels
+// and name, as kube-scheduler's NodeAffinity filter decides. (The agent's
+// node has no taints, so tolerations do not matter; resources and pod
+// (anti-)affinity are not considered.)
+func claimable(vmi *v1.VirtualMachineInstance, node *k8sv1.Node) (bool, error) {
+	if vmi.Labels[v1.NodeNameLabel] != "" || vmi.DeletionTimestamp != nil || domain.IsFinal(vmi.Status.Phase) {
+		return false, nil
+	}
+	if !labels.SelectorFromSet(vmi.Spec.NodeSelector).Matches(labels.Set(node.Labels)) {
+		return false, nil
+	}
+	a := vmi.Spec.Affinity
+	if a == nil || a.NodeAffinity == nil || a.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution == nil {
+		return true, nil
+	}
+	path := field.NewPath("spec", "affinity", "nodeAffinity", "requiredDuringSchedulingIgnoredDuringExecution")
+	required, err := nodeaffinity.NewNodeSelector(a.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution, field.WithPath(path))
+	if err != nil {
+		return false, err
+	}
+	return required.Match(node), nil
+}
+
+// bind sets vmi's kubevirt.io/nodeName label to node with a JSON merge
+// patch carrying vmi's resourceVersion, and returns the node the VMI is
+// bound to afterwards: node when this call bound it; on a conflict,
+// whatever the API server now says (another node, or "" when the VMI
+// changed but is still unbound).
+func bind(ctx context.Context, w client.Writer, r client.Reader, vmi *v1.VirtualMachineInstance, node string) (string, error) {
+	orig := vmi.DeepCopy()
+	metav1.SetMetaDataLabel(&vmi.ObjectMeta, v1.NodeNameLabel, node)
+	err := w.Patch(ctx, vmi, client.MergeFromWithOptions(orig, client.MergeFromWithOptimisticLock{}))
+	if err == nil {
+		return node, nil
+	}
+	if !apierrors.IsConflict(err) {
+		return "", err
+	}
+	var now v1.VirtualMachineInstance
+	if err := r.Get(ctx, client.ObjectKeyFromObject(orig), &now); err != nil {
+		return "", err
+	}
+	return now.Labels[v1.NodeNameLabel], nil
+}
+
+// nodeObject is the node as claim matching sees it: its name, and its
+// labels with kubernetes.io/hostname set to the name unless given.
+func nodeObject(name string, nodeLabels labels.Set) *k8sv1.Node {
+	l := labels.Set{k8sv1.LabelHostname: name}
+	for k, v := range nodeLabels {
+		l[k] = v
+	}
+	return &k8sv1.Node{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: l}}
+}

@@ -1,0 +1,98 @@
+// Package agent is vmi2libvirt's node agent: KubeVirt's virt-handler role,
+// built on controller-runtime around the library's launcher. Run runs the
+// VirtualMachineInstances of one node of a Kubernetes API server on this
+// machine's libvirt and writes their status back; command nodeagent
+// (examples/nodeagent) is Run behind flags.
+//
+//	err := agent.Run(ctx, restConfig, agent.Config{Node: "node01", Launcher: launcher.Config{Emulate: true}})
+//
+// # Which VMIs
+//
+// A node's VMIs are those labelled kubevirt.io/nodeName=<node>, as
+// KubeVirt binds them; the agent's cache holds only those. The node's name
+// is the launcher's owner, so agents of different nodes share one libvirtd
+// (each with its own state folder) without touching each other's domains.
+// With Config.Claim the agent also binds unbound VMIs that may run on its
+// node — spec.nodeSelector and the required node affinity matched against
+// Config.NodeLabels and kubernetes.io/hostname=<node> — by setting that
+// label with the resourceVersion it read as a precondition: of agents
+// racing for one VMI the API server lets one through, and the others get
+// 409 Conflict and leave it. The unbound VMIs live in a second cache,
+// selected by the label's absence.
+//
+// # Running and status
+//
+// Each VMI gets the agent's Finalizer, then launcher.Sync; its status is
+// written back the way KubeVirt's components write it: KubeVirt's VMI CRD
+// has no status subresource, so the agent sends a JSON merge patch of the
+// object holding only what changed (status, or the finalizers), with the
+// object's resourceVersion as a precondition. The patch never holds spec,
+// so a spec change cannot be undone by it; the precondition keeps a status
+// computed from a stale copy (the cache lags behind writes) from being
+// written — the API server answers 409 and the change that made the copy
+// stale brings the VMI back. (An update with retry on conflict would send
+// the whole object, spec included, to achieve the same.)
+//
+// The status holds the phase and its reason, phaseTransitionTimestamps,
+// the conditions Ready, Paused and AgentConnected as the launcher reports
+// them, Synchronized (False, with KubeVirt's reason and the error as its
+// message) while the last sync failed, nodeName, interfaces, guest OS
+// info, volumeStatus and the machine type. A phase never goes back and a
+// final phase is never left; each phase is recorded once, so an agent
+// restarted under a running guest continues the same record. Kubernetes
+// Events, from component EventSource on host <node>, mark each phase
+// entered (KubeVirt's Created, Started, Stopped), each new sync failure
+// (SyncFailed), a graceful shutdown asked (ShuttingDown) and the removal
+// (Deleted).
+//
+// Two controllers share the work. The runner ("vmi", 10 workers as
+// virt-handler's) takes the API server's events of the node's VMIs: it
+// holds the finalizer, calls Sync, Shutdown and Delete, and reports their
+// outcome. The status writer ("vmi-status") takes the launcher's Watch
+// channel through controller-runtime's source.Channel and writes what
+// libvirt reports as it reports it: status follows libvirt's events,
+// without polling, and never waits behind a Sync (libvirt says a guest
+// runs well before its start call returns). The runner gets libvirt's
+// events too for the VMIs leaving the host, whose removal waits on them,
+// and skips a Sync that would change nothing: of a VMI it has synced as
+// it is now, that runs and is not paused for a reason Sync would mend.
+//
+// # Errors
+//
+// A VMI the launcher refuses (launcher.ErrInvalid) becomes Failed once,
+// reason Invalid, with every field error and its path in the Synchronized
+// condition and one SyncFailed Event; a failed VMI is never synced again.
+// A host that is not ready (launcher.ErrHostNotReady) or libvirt or the
+// API server out of reach is retried with backoff, 200 ms doubling to 10
+// s, the VMI Pending meanwhile. A domain of the same name that another
+// owner holds (launcher.ErrConflict) is reported and looked at again every
+// minute.
+//
+// # Deletion and what is left behind
+//
+// A deleted VMI's guest is asked to shut down (launcher.Shutdown: ACPI,
+// destroyed at the end of spec.terminationGracePeriodSeconds); once it is
+// off, its final status is written, its domain and state folder removed
+// (launcher.Delete) and the finalizer dropped. A VMI that ends on its own
+// (Succeeded, Failed) has its domain and state folder removed too, as
+// KubeVirt frees a node of an ended VMI; its object stays until deleted.
+// When the agent starts, launcher.List finds the domains whose VMI is gone
+// (deleted while no agent ran, its finalizer removed by hand): they are
+// shut down gracefully, with the grace period their domain recorded, then
+// removed. Stopping or killing the agent never touches a guest; a new
+// agent of the same node adopts the running ones (same domain, no reboot).
+//
+// # Metrics and health
+//
+// One loopback address (Config.HTTPAddress) serves controller-runtime's
+// metrics registry at /metrics — its controllers' and API client's
+// metrics, with the agent's: kubevirt_vmi_phase_count{node,phase}, the
+// node's VMIs by phase, and
+// kubevirt_vmi_phase_transition_time_from_creation_seconds{phase}, the
+// histogram of the time from a VMI's creation to each phase (Running
+// among them), both named and shaped as KubeVirt's, and
+// vmi2libvirt_nodeagent_claims_total{result} — and /healthz and /readyz
+// (the cache synced, libvirt answering), with one path per check as
+// controller-runtime's probe server has. The metrics registry is the
+// process's: one agent runs in a process at a time.
+package agent

@@ -1,0 +1,151 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"testing"
+	"time"
+
+	"k8s.io/apimachinery/pkg/watch"
+	virtv1 "kubevirt.io/api/core/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/vmi2libvirt/vmi2libvirt/convert"
+	"github.com/vmi2libvirt/vmi2libvirt/internal/hosttest"
+	"github.com/vmi2libvirt/vmi2libvirt/internal/testguest"
+	"github.com/vmi2libvirt/vmi2libvirt/launcher"
+)
+
+// BenchmarkCreateToRunning measures the whole path through Kubernetes: from
+// creating VMIs bound to a running agent's node until a client watching the
+// API server sees each one's status Running — the API server's watch to
+// the agent, its reconcile and the launcher's Sync, the status patch, the
+// watch back — for one VMI and for ten created at once. Beside the
+// launcher's own BenchmarkSyncToRunning (Sync until its Watch reports
+// Running, for one VMI) and BenchmarkLauncherSyncToRunning below (the same
+// for ten Synced at once), the difference is the agent's overhead.
+// Deleting the VMIs is not timed.
+//
+//	(cd examples/nodeagent && go test -run '^$' -bench ToRunning -benchtime 3x)
+func BenchmarkCreateToRunning(b *testing.B) {
+	w := newWorld(b)
+	node, dir := uniqueName("bench"), stateDir(b)
+	w.startNode(b, node, dir)
+	watcher, err := client.NewWithWatch(w.cluster.Config, client.Options{Scheme: w.client.Scheme()})
+	if err != nil {
+		b.Fatal(err)
+	}
+	for _, n := range []int{1, 10} {
+		b.Run(fmt.Sprintf("%dVMIs", n), func(b *testing.B) {
+			ns := w.namespace(b, "bench")
+			var all, each time.Duration
+			for i := range b.N {
+				ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+				events, err := watcher.Watch(ctx, &virtv1.VirtualMachineInstanceList{}, client.InNamespace(ns))
+				if err != nil {
+					b.Fatal(err)
+				}
+				created := map[string]time.Time{}
+				start := time.Now()
+				for j := range n {
+					vmi := bound(guestVMI(ns, fmt.Sprintf("bench-%d-%d", i, j), 0, testguest.ActionIgnore), node)
+					w.create(b, vmi)
+					created[vmi.Name] = time.Now()
+				}
+				for running := 0; running < n; {
+					ev, ok := <-events.ResultChan()
+					if !ok {
+						b.Fatalf("the watch ended with %d of %d VMIs Running", running, n)
+					}
+					vmi, isVMI := ev.Object.(*virtv1.VirtualMachineInstance)
+					if !isVMI || ev.Type != watch.Modified || vmi.Status.Phase != virtv1.Running {
+						continue
+					}
+					if at, ok := created[vmi.Name]; ok {
+						each += time.Since(at)
+						delete(created, vmi.Name)
+						running++
+					}
+				}
+				all += time.Since(start)
+				b.StopTimer()
+				events.Stop()
+				cancel()
+				for j := range n {
+					if err := w.client.Delete(context.Background(), w.get(b, ns, fmt.Sprintf("bench-%d-%d", i, j))); err != nil {
+						b.Fatal(err)
+					}
+				}
+				for j := range n {
+					w.waitGone(b, ns, fmt.Sprintf("bench-%d-%d", i, j), 2*time.Minute)
+				}
+				b.StartTimer()
+			}
+			b.ReportMetric(float64(all.Milliseconds())/float64(b.N), "ms-all-Running/op")
+			b.ReportMetric(float64(each.Milliseconds())/float64(b.N*n), "ms-to-Running/VMI")
+		})
+	}
+}
+
+// BenchmarkLauncherSyncToRunning is the baseline of
+// BenchmarkCreateToRunning without Kubernetes: the launcher alone, on the
+// same host, Syncs the same VMIs (ten at once from ten goroutines, as the
+// agent's workers would if it had ten) and its Watch reports each Running.
+func BenchmarkLauncherSyncToRunning(b *testing.B) {
+	hosttest.Root(b)
+	hosttest.Libvirt(b, libvirtURI)
+	hosttest.LockLibvirt(b, false)
+	if _, err := testguest.Install(launcher.DefaultImageStore, testguest.Options{}); err != nil {
+		hosttest.Missing(b, "the test guest cannot be built: %v", err)
+	}
+	ctx := context.Background()
+	l, err := launcher.New(ctx, launcher.Config{URI: libvirtURI, Owner: uniqueName("bench"), Emulate: true,
+		Layout: convert.HostLayout{StateDir: stateDir(b)}})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer l.Close()
+	watchCtx, stop := context.WithCancel(ctx)
+	defer stop()
+	events := l.Watch(watchCtx)
+	ns := uniqueName("bench")
+	for _, n := range []int{1, 10} {
+		b.Run(fmt.Sprintf("%dVMIs", n), func(b *testing.B) {
+			var all, each time.Duration
+			for i := range b.N {
+				started := map[string]time.Time{}
+				errs := make(chan error, n)
+				start := time.Now()
+				for j := range n {
+					vmi := guestVMI(ns, fmt.Sprintf("bench-%d-%d-%d", n, i, j), 0, testguest.ActionIgnore)
+					started[vmi.Name] = time.Now()
+					go func() { errs <- l.Sync(ctx, vmi) }()
+				}
+				for running := 0; running < n; {
+					ev := <-events
+					if at, ok := started[ev.Name]; ok && ev.Status.Phase == virtv1.Running {
+						each += time.Since(at)
+						delete(started, ev.Name)
+						running++
+					}
+				}
+				all += time.Since(start)
+				b.StopTimer()
+				for range n {
+					if err := <-errs; err != nil {
+						b.Fatal(err)
+					}
+				}
+				for j := range n {
+					vmi := guestVMI(ns, fmt.Sprintf("bench-%d-%d-%d", n, i, j), 0, testguest.ActionIgnore)
+					if err := l.Delete(ctx, vmi); err != nil {
+						b.Fatal(err)
+					}
+				}
+				b.StartTimer()
+			}
+			b.ReportMetric(float64(all.Milliseconds())/float64(b.N), "ms-all-Running/op")
+			b.ReportMetric(float64(each.Milliseconds())/float64(b.N*n), "ms-to-Running/VMI")
+		})
+	}
+}

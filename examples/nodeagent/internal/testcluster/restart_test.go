@@ -1,0 +1,53 @@
+package testcluster
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+)
+
+// TestRestartAPIServer: StopAPIServer makes the API server unreachable and
+// StartAPIServer brings it back on the same address, trusted with the
+// same configuration and kubeconfig (envtest alone would serve a new CA),
+// with the objects written before, since etcd kept running.
+func TestRestartAPIServer(t *testing.T) {
+	c := Start(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	cl, err := client.New(c.Config, client.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "kept"}, Data: map[string]string{"k": "v"}}
+	if err := cl.Create(ctx, cm); err != nil {
+		t.Fatal(err)
+	}
+
+	if err := c.StopAPIServer(); err != nil {
+		t.Fatal(err)
+	}
+	err = cl.Get(ctx, types.NamespacedName{Namespace: "default", Name: "kept"}, &corev1.ConfigMap{})
+	if err == nil || !strings.Contains(err.Error(), "connection refused") {
+		t.Fatalf("Get while the API server is stopped: %v, want connection refused", err)
+	}
+
+	if err := c.StartAPIServer(); err != nil {
+		t.Fatal(err)
+	}
+	var got corev1.ConfigMap
+	if err := cl.Get(ctx, types.NamespacedName{Namespace: "default", Name: "kept"}, &got); err != nil {
+		t.Fatalf("Get with the same client after the restart: %v", err)
+	}
+	if got.Data["k"] != "v" {
+		t.Errorf("ConfigMap after the restart: %v", got.Data)
+	}
+	if stdout, stderr, err := c.Kubectl(ctx, "get", "configmap", "kept", "-o", "jsonpath={.data.k}"); err != nil || stdout != "v" {
+		t.Errorf("kubectl with the same kubeconfig after the restart: %v %q %s", err, stdout, stderr)
+	}
+}
