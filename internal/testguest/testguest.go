@@ -84,12 +84,17 @@ func Install(storeRoot string, opts Options) (*imagestore.Image, error) {
 // archive): busybox, /init, and the modules of kernel version under
 // kernelTree/lib/modules with the order to load them in.
 func Initramfs(kernelTree, version, busybox string) ([]byte, error) {
+	return initramfs(kernelTree, version, busybox, Modules)
+}
+
+// initramfs is Initramfs loading modules (and what they depend on).
+func initramfs(kernelTree, version, busybox string, modules []string) ([]byte, error) {
 	bb, err := os.ReadFile(busybox)
 	if err != nil {
 		return nil, fmt.Errorf("test guest busybox: %w", err)
 	}
 	modDir := filepath.Join(kernelTree, "lib", "modules", version)
-	mods, err := loadOrder(modDir, Modules)
+	mods, err := loadOrder(modDir, modules)
 	if err != nil {
 		return nil, err
 	}
