@@ -161,7 +161,7 @@ report() {
 	for w in /sys/class/watchdog/*; do
 		[ -r "$w/identity" ] && echo "device watchdog $(cat "$w/identity")"
 	done
-	if [ -r /sys/class/misc/hw_random/rng_current ]; then
+	if [ -r /sys/class/misc/hw_random/rng_current ] && [ "$(cat /sys/class/misc/hw_random/rng_current)" != none ]; then
 		echo "device rng $(cat /sys/class/misc/hw_random/rng_current)"
 	fi
 	for t in /sys/class/tpm/tpm*; do
