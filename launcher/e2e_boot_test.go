@@ -19,8 +19,9 @@ import (
 	"github.com/vmi2libvirt/vmi2libvirt/launcher"
 )
 
-// bootNamespace holds the VMIs of these tests.
-const bootNamespace = "vmi2libvirt-e2e-boot"
+// bootNamespace holds the VMIs of these tests; it is short, as their
+// names are: a VMI's sockets are in a folder named after both.
+const bootNamespace = "vmi2libvirt-boot"
 
 // bootImageTimeout bounds a boot from firmware under emulation: OVMF,
 // GRUB reading a 20 MB image through the firmware, and the generic
@@ -59,6 +60,9 @@ func bootVMI(t testing.TB, name, spec string) *v1.VirtualMachineInstance {
 	return decodeVMI(t, fmt.Sprintf("apiVersion: kubevirt.io/v1\nkind: VirtualMachineInstance\nmetadata:\n  name: %s\n  namespace: %s\nspec:\n  terminationGracePeriodSeconds: 0\n%s", name, bootNamespace, spec))
 }
 
+// Every VMI of bootCases has 512Mi: Debian's GRUB for EFI runs out of
+// memory loading the kernel and initrd (18 MB) into a 256Mi guest.
+
 // bootCase is one way to boot: the VMI's spec and what its guest must
 // report.
 type bootCase struct {
@@ -73,7 +77,7 @@ var bootCases = []bootCase{
 	{
 		name: "BIOSVirtioDisk",
 		spec: `  domain:
-    memory: {guest: 256Mi}
+    memory: {guest: 512Mi}
     devices:
       disks:
       - name: boot
@@ -91,7 +95,7 @@ var bootCases = []bootCase{
 	{
 		name: "EFISATADisk",
 		spec: `  domain:
-    memory: {guest: 256Mi}
+    memory: {guest: 512Mi}
     firmware:
       bootloader:
         efi: {secureBoot: false}
@@ -112,7 +116,7 @@ var bootCases = []bootCase{
 	{
 		name: "EFISecureBootVirtioDisk",
 		spec: `  domain:
-    memory: {guest: 256Mi}
+    memory: {guest: 512Mi}
     features:
       smm: {enabled: true}
     firmware:
@@ -164,7 +168,7 @@ var bootCases = []bootCase{
 		// SATA.
 		name: "CloudInitCDROMsOnSATA",
 		spec: `  domain:
-    memory: {guest: 256Mi}
+    memory: {guest: 512Mi}
     devices:
       disks:
       - name: boot
@@ -196,7 +200,7 @@ var bootCases = []bootCase{
 		// and LUNs to a unit, not CD-ROMs).
 		name: "SCSIDiskAndCDROM",
 		spec: `  domain:
-    memory: {guest: 256Mi}
+    memory: {guest: 512Mi}
     devices:
       disks:
       - name: boot
@@ -231,7 +235,7 @@ var bootCases = []bootCase{
 		// multus network, both user-mode networking on this host.
 		name: "TwoNICs",
 		spec: `  domain:
-    memory: {guest: 256Mi}
+    memory: {guest: 512Mi}
     devices:
       disks:
       - name: boot
@@ -271,7 +275,7 @@ var bootCases = []bootCase{
 		// names each device its kernel bound.
 		name: "EveryDevice",
 		spec: `  domain:
-    memory: {guest: 256Mi}
+    memory: {guest: 512Mi}
     devices:
       autoattachSerialConsole: true
       autoattachMemBalloon: true
@@ -330,7 +334,7 @@ var bootCases = []bootCase{
 // and the hybrid image as a SATA CD-ROM, with these boot orders.
 func bootOrderSpec(disk, cdrom int) string {
 	return fmt.Sprintf(`  domain:
-    memory: {guest: 256Mi}
+    memory: {guest: 512Mi}
     firmware:
       bootloader:
         efi: {secureBoot: false}
@@ -434,9 +438,11 @@ func TestE2EBoot(t *testing.T) {
 		for _, c := range bootCases {
 			t.Run(c.name, func(t *testing.T) {
 				t.Parallel()
-				vmi := bootVMI(t, uniqueName("boot-"+strings.ToLower(c.name)), c.spec)
+				vmi := bootVMI(t, uniqueName(strings.ToLower(c.name)), c.spec)
+				start := time.Now()
 				e.sync(t, vmi)
 				r := e.waitConsole(t, vmi, bootImageTimeout)
+				t.Logf("%s reported %.1fs after Sync", vmi.Name, time.Since(start).Seconds())
 				c.check(t, r)
 				if t.Failed() {
 					t.Logf("console of %s:\n%s", vmi.Name, e.serialLog(vmi))
@@ -454,8 +460,8 @@ func TestE2EBoot(t *testing.T) {
 // EFI without secure boot (EFISATADisk), with secure boot on: OVMF must
 // refuse its unsigned GRUB, and the guest never reports.
 func testSecureBootRefusesUnsigned(t *testing.T, e *env) {
-	vmi := bootVMI(t, uniqueName("boot-sb-unsigned"), `  domain:
-    memory: {guest: 256Mi}
+	vmi := bootVMI(t, uniqueName("sb-unsigned"), `  domain:
+    memory: {guest: 512Mi}
     features:
       smm: {enabled: true}
     firmware:

@@ -112,6 +112,17 @@ report() {
 			# SCSI: the unit serial number VPD page, after its 4-byte header.
 			serial="$(dd if="$d/device/vpd_pg80" bs=1 skip=4 2>/dev/null | tr -d '\000' | sed 's/^ *//; s/ *$//')"
 		fi
+		if [ -z "$serial" ]; then
+			# USB storage: the serial number of the USB device above it.
+			p="$(readlink -f "$d/device")"
+			while [ "${p#/sys/}" != "$p" ]; do
+				if [ -r "$p/idVendor" ]; then
+					[ -r "$p/serial" ] && serial="$(cat "$p/serial")"
+					break
+				fi
+				p="${p%/*}"
+			done
+		fi
 		size=$(( $(cat "$d/size") * 512 ))
 		echo "disk $name serial=$serial size=$size"
 	done
@@ -167,8 +178,12 @@ report() {
 	for t in /sys/class/tpm/tpm*; do
 		[ -e "$t" ] && echo "device tpm ${t##*/} version $(cat "$t/tpm_version_major" 2>/dev/null)"
 	done
-	for c in /sys/class/sound/card*; do
-		[ -e "$c/device/driver" ] && echo "device sound $(basename "$(readlink -f "$c/device/driver")")"
+	# Sound cards by their PCI class (audio 0x0401, HD audio 0x0403):
+	# the driver binds at once, the codecs are probed in the background.
+	for p in /sys/bus/pci/devices/*; do
+		case "$(cat "$p/class")" in
+		0x0401* | 0x0403*) [ -e "$p/driver" ] && echo "device sound $(basename "$(readlink -f "$p/driver")")" ;;
+		esac
 	done
 	sed -n 's/^N: Name="\(.*\)"$/device input \1/p' /proc/bus/input/devices 2>/dev/null
 	sed -n 's/^\([0-9]*\): uart:\([^ ]*\) .*/\1 \2/p' /proc/tty/driver/serial 2>/dev/null | while read -r line uart; do
