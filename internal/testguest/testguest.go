@@ -13,6 +13,15 @@
 // Install imports it, as an OCI image holding /boot/vmlinuz and
 // /boot/initrd.img, into an image store under Ref, for a VMI's
 // spec.domain.firmware.kernelBoot.container.
+//
+// The same guest also boots from firmware: BootImages builds, with
+// Debian's generic kernel (it has the AHCI, e1000e and USB storage drivers
+// the cloud kernel lacks) and BootModules, a hybrid ISO that GRUB boots
+// under BIOS and EFI as a disk or a CD-ROM (HybridRef), and a disk whose
+// EFI system partition holds Debian's signed shim, GRUB and kernel, for
+// secure boot (SecureBootRef). InstallBootImages imports them as
+// containerDisk images. Their guests also report each disk's bus, each
+// NIC's driver, the firmware, secure boot and the other devices they see.
 package testguest
 
 import (
