@@ -164,6 +164,30 @@ var bootCases = []bootCase{
 		},
 	},
 	{
+		// SeaBIOS boots the hybrid image's El Torito BIOS image from a
+		// CD-ROM on virtio-scsi.
+		name: "BIOSSCSICDROM",
+		spec: `  domain:
+    memory: {guest: 512Mi}
+    devices:
+      disks:
+      - name: boot
+        cdrom: {bus: scsi}
+  volumes:
+  - name: boot
+    containerDisk: {image: HYBRID}
+`,
+		check: func(t *testing.T, r testguest.Report) {
+			wantBoot(t, r, "bios", "", "hybrid", "grub-pc")
+			wantCDROMs(t, r, "scsi", 1)
+			if iso := r.ISO("TESTGUEST"); iso == nil || iso.BigFiles["boot/vmlinuz"] == 0 {
+				t.Errorf("the boot CD-ROM's ISO: %+v", iso)
+			} else if d := r.DiskByName(iso.Device); d == nil || !d.CDROM {
+				t.Errorf("the boot ISO is on %+v, not a CD-ROM", d)
+			}
+		},
+	},
+	{
 		// cloud-init's two sources as KubeVirt's default bus puts CD-ROMs:
 		// SATA.
 		name: "CloudInitCDROMsOnSATA",
