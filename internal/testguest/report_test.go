@@ -1,6 +1,7 @@
 package testguest
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 )
@@ -175,4 +176,11 @@ func FuzzParseConsole(f *testing.F) {
 			t.Errorf("error %q lacks the package prefix", err)
 		}
 	})
+}
+
+// TestInitScriptBigFile: the script's limit is BigFile.
+func TestInitScriptBigFile(t *testing.T) {
+	if want := fmt.Sprintf(`if [ "$size" -gt %d ]; then # BigFile`, BigFile); !strings.Contains(initScript, want) {
+		t.Errorf("the init script lacks %q", want)
+	}
 }
