@@ -42,7 +42,9 @@ var (
 func needBootImages(t testing.TB) {
 	t.Helper()
 	hosttest.Tools(t, testguest.BootTools...)
-	hosttest.Files(t, testguest.DefaultGenericKernelTree+"/lib/modules", testguest.DefaultSignedBootTree+"/usr/lib/shim", hosttest.OVMFCode)
+	hosttest.Files(t, testguest.DefaultGenericKernelTree+"/lib/modules", testguest.DefaultSignedBootTree+"/usr/lib/shim",
+		testguest.DefaultGrubLib+"/i386-pc/boot_hybrid.img", testguest.DefaultGrubLib+"/x86_64-efi/kernel.img",
+		hosttest.OVMFCode, "/usr/share/OVMF/OVMF_CODE_4M.secboot.fd")
 	bootImagesOnce.Do(func() {
 		_, bootImagesErr = testguest.InstallBootImages(launcher.DefaultImageStore, testguest.BootOptions{})
 	})
@@ -60,9 +62,6 @@ func bootVMI(t testing.TB, name, spec string) *v1.VirtualMachineInstance {
 	return decodeVMI(t, fmt.Sprintf("apiVersion: kubevirt.io/v1\nkind: VirtualMachineInstance\nmetadata:\n  name: %s\n  namespace: %s\nspec:\n  terminationGracePeriodSeconds: 0\n%s", name, bootNamespace, spec))
 }
 
-// Every VMI of bootCases has 512Mi: Debian's GRUB for EFI runs out of
-// memory loading the kernel and initrd (18 MB) into a 256Mi guest.
-
 // bootCase is one way to boot: the VMI's spec and what its guest must
 // report.
 type bootCase struct {
@@ -72,7 +71,9 @@ type bootCase struct {
 }
 
 // bootCases are the boot paths, buses and firmware TestE2EBoot covers
-// (the README's table names them).
+// (the README's table names them). Each VMI has 512Mi: Debian's GRUB for
+// EFI runs out of memory loading the kernel and initrd (18 MB) into a
+// 256Mi guest.
 var bootCases = []bootCase{
 	{
 		name: "BIOSVirtioDisk",
