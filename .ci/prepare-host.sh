@@ -3,8 +3,10 @@
 # tests and examples: installs the packages of .ci/host-packages, gives
 # /dev/kvm the group and mode Debian's udev rule gives it, starts virtlogd
 # and libvirtd without systemd when they are not running, extracts Debian's
-# cloud kernel, and builds the test guest as an OCI image and imports it
-# into the default image store (as an air-gapped host imports an image).
+# cloud and generic kernels and its signed shim and GRUB, and builds the
+# test guest as an OCI image and its bootable images as containerDisk
+# images, and imports them into the default image store (as an air-gapped
+# host imports an image).
 # Idempotent; reads no standard input; prints each step with its time.
 # Run from anywhere in the repository.
 set -euo pipefail
@@ -95,6 +97,12 @@ log "libvirt answers: $(virsh -c "$uri" version 2>/dev/null | grep -i 'running h
 extract() {
 	local dir="$1"
 	shift
+	if [ -f "$dir/.packages" ] && [ "$(cat "$dir/.packages")" = "$*" ]; then
+		return
+	fi
+	if [ -d "$dir" ] && [ ! -f "$dir/.packages" ]; then
+		return
+	fi
 	local want=() p versioned
 	for p in "$@"; do
 		case "$p" in
@@ -107,12 +115,6 @@ extract() {
 		*) want+=("$p") ;;
 		esac
 	done
-	if [ -f "$dir/.packages" ] && [ "$(cat "$dir/.packages")" = "$*" ]; then
-		return
-	fi
-	if [ -d "$dir" ] && [ ! -f "$dir/.packages" ]; then
-		return
-	fi
 	log "fetching ${want[*]} into $dir"
 	local dl
 	dl="$(mktemp -d)"
