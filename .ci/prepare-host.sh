@@ -3,15 +3,19 @@
 # tests and examples: installs the packages of .ci/host-packages, gives
 # /dev/kvm the group and mode Debian's udev rule gives it, starts virtlogd
 # and libvirtd without systemd when they are not running, extracts Debian's
-# cloud kernel, and builds the test guest as an OCI image and imports it
-# into the default image store (as an air-gapped host imports an image).
+# cloud and generic kernels and its signed shim and GRUB, and builds the
+# test guest as an OCI image and its bootable images as containerDisk
+# images, and imports them into the default image store (as an air-gapped
+# host imports an image).
 # Idempotent; reads no standard input; prints each step with its time.
 # Run from anywhere in the repository.
 set -euo pipefail
 exec </dev/null
 
 repo="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
-kernel_dir=/var/cache/vmi2libvirt/kernel
+kernel_dir=/var/cache/vmi2libvirt/kernel                 # testguest.DefaultKernelTree
+generic_kernel_dir=/var/cache/vmi2libvirt/kernel-generic # testguest.DefaultGenericKernelTree
+signed_boot_dir=/var/cache/vmi2libvirt/signed-boot       # testguest.DefaultSignedBootTree
 image_store=/var/lib/vmi2libvirt/images
 state_dir=/var/lib/vmi2libvirt/vmis # launcher.DefaultStateDir
 uri=qemu:///system
@@ -84,26 +88,60 @@ for i in $(seq 1 60); do
 done
 log "libvirt answers: $(virsh -c "$uri" version 2>/dev/null | grep -i 'running hypervisor' || true)"
 
-# Debian's cloud kernel: the meta package names the versioned one. It is
-# extracted, not installed, so the host's own kernel is untouched.
-if ! ls "$kernel_dir"/boot/vmlinuz-* >/dev/null 2>&1 || ! ls -d "$kernel_dir"/lib/modules/*/kernel >/dev/null 2>&1; then
-	apt-cache show linux-image-cloud-amd64 >/dev/null 2>&1 || apt-get update -qq
-	versioned="$(apt-cache depends linux-image-cloud-amd64 | awk '/Depends: linux-image-[0-9]/ {print $2; exit}')"
-	[ -n "$versioned" ] || die "cannot resolve the package linux-image-cloud-amd64 depends on"
-	log "fetching $versioned"
+# extract DIR PACKAGE...: downloads the packages (a meta package stands for
+# the versioned kernel it depends on) and extracts them all into DIR, in
+# place of what DIR held. DIR/.packages lists what was extracted, so a
+# change of the list extracts again (a DIR without it, from before the
+# list was kept, is kept). Extracted, never installed: nothing of the
+# host's own kernel or boot loader is touched.
+extract() {
+	local dir="$1"
+	shift
+	if [ -f "$dir/.packages" ] && [ "$(cat "$dir/.packages")" = "$*" ]; then
+		return
+	fi
+	if [ -d "$dir" ] && [ ! -f "$dir/.packages" ]; then
+		return
+	fi
+	local want=() p versioned
+	for p in "$@"; do
+		case "$p" in
+		linux-image-*amd64)
+			apt-cache show "$p" >/dev/null 2>&1 || apt-get update -qq
+			versioned="$(apt-cache depends "$p" | awk '/Depends: linux-image-[0-9]/ {print $2; exit}')"
+			[ -n "$versioned" ] || die "cannot resolve the package $p depends on"
+			want+=("$p" "$versioned")
+			;;
+		*) want+=("$p") ;;
+		esac
+	done
+	log "fetching ${want[*]} into $dir"
+	local dl
 	dl="$(mktemp -d)"
-	trap 'rm -rf "$dl"' EXIT
 	chmod 755 "$dl" # apt's _apt user downloads into it
-	(cd "$dl" && apt-get download -qq -o APT::Sandbox::User=root linux-image-cloud-amd64 "$versioned")
-	tmp="$kernel_dir.tmp"
-	rm -rf "$tmp"
-	mkdir -p "$tmp"
-	dpkg-deb -x "$dl/${versioned}"_*.deb "$tmp"
-	rm -rf "$kernel_dir"
-	mkdir -p "$(dirname "$kernel_dir")"
-	mv "$tmp" "$kernel_dir"
-fi
+	(cd "$dl" && apt-get download -qq -o APT::Sandbox::User=root "${want[@]}")
+	rm -rf "$dir.tmp"
+	mkdir -p "$dir.tmp"
+	for deb in "$dl"/*.deb; do
+		dpkg-deb -x "$deb" "$dir.tmp"
+	done
+	rm -rf "$dl"
+	echo "$*" >"$dir.tmp/.packages"
+	rm -rf "$dir"
+	mv "$dir.tmp" "$dir"
+}
+
+# Debian's cloud kernel: the kernel-boot test guest (it boots fastest).
+extract "$kernel_dir" linux-image-cloud-amd64
 log "kernel $(ls "$kernel_dir"/boot/vmlinuz-*)"
+# Debian's generic kernel, signed, with signed modules: the bootable test
+# images (the cloud kernel has no AHCI, e1000e or USB storage driver).
+extract "$generic_kernel_dir" linux-image-amd64
+log "generic kernel $(ls "$generic_kernel_dir"/boot/vmlinuz-*)"
+# Debian's signed shim and GRUB for the secure-boot test image; their
+# packages' maintainer scripts would install them on the host's own ESP.
+extract "$signed_boot_dir" shim-signed grub-efi-amd64-signed
+log "signed boot loaders $(ls "$signed_boot_dir"/usr/lib/shim/shimx64.efi.signed "$signed_boot_dir"/usr/lib/grub/x86_64-efi-signed/grubx64.efi.signed | tr '\n' ' ')"
 
 # Folders the launcher uses by default: QEMU ($qemu_user) must be able to
 # walk into them to reach the files libvirt chowns for it.
@@ -111,6 +149,6 @@ mkdir -p "$image_store" "$state_dir"
 chmod 0711 /var/lib/vmi2libvirt "$state_dir"
 chmod 0755 "$image_store"
 
-log "building the test guest image and importing it into $image_store"
-(cd "$repo" && go run ./internal/testguest/cmd/testguest -store "$image_store" -kernel "$kernel_dir")
+log "building the test guest images and importing them into $image_store"
+(cd "$repo" && go run ./internal/testguest/cmd/testguest -store "$image_store" -kernel "$kernel_dir" -boot-images)
 log "done"

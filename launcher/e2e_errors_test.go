@@ -153,3 +153,29 @@ func mustQuantity(t *testing.T, s string) resource.Quantity {
 	}
 	return q
 }
+
+// TestE2ESocketPathTooLong: a VMI whose name makes its serial console's
+// and VNC's socket paths longer than a UNIX socket path can be is refused while
+// planning, naming metadata.name, and nothing is defined; libvirt would
+// define it and fail only when starting it.
+func TestE2ESocketPathTooLong(t *testing.T) {
+	e := newEnv(t)
+	name := uniqueName("e2e-long-" + strings.Repeat("x", 40))
+	vmi := guestVMI(t, name, 0, testguest.ActionPowerOff)
+	if n := len(e.layout.Paths(vmi).SerialSocket); n <= 107 {
+		t.Fatalf("the serial socket path is %d bytes: the test needs a longer name", n)
+	}
+	err := e.l.Sync(ctxFor(t, time.Minute), vmi)
+	var invalid *launcher.InvalidError
+	if !errors.As(err, &invalid) || len(invalid.Errors) != 2 {
+		t.Fatalf("Sync: %v, want an InvalidError on metadata.name for the serial console's and VNC's sockets", err)
+	}
+	for i, what := range []string{"serial console", "VNC"} {
+		if fe := invalid.Errors[i]; fe.Field != "metadata.name" || !strings.Contains(fe.Detail, "the "+what+" socket ") {
+			t.Errorf("error %d: %v, want one on metadata.name for the %s socket", i, fe, what)
+		}
+	}
+	if _, err := e.conn.LookupDomainByName(domainName(vmi)); err == nil {
+		t.Error("the refused VMI's domain is defined")
+	}
+}

@@ -116,6 +116,9 @@ func (l *Launcher) plan(ctx context.Context, vmi *v1.VirtualMachineInstance) (_ 
 		}
 		v, uses = r.VMI, u
 	}
+	if errs := socketPathErrors(r.Domain, r.VMI.Name); len(errs) > 0 {
+		return nil, &InvalidError{Kind: api.KindVMI, Stage: "artifacts", Errors: errs}
+	}
 	sum := sha256.Sum256(r.XML)
 	p := &Plan{VMI: v, Domain: r.Domain, Hash: hex.EncodeToString(sum[:]), StateFolder: l.cfg.Layout.StateFolder(v)}
 	p.marks = &marks{

@@ -31,6 +31,11 @@ var Programs = map[string]string{
 	"swtpm":              "swtpm",
 	"swtpm_setup":        "swtpm-tools",
 	"pgrep":              "procps",
+	"grub-mkimage":       "grub-common",
+	"xorriso":            "xorriso",
+	"mformat":            "mtools",
+	"mmd":                "mtools",
+	"mcopy":              "mtools",
 }
 
 // Files the tests read, with the package or step that provides each.

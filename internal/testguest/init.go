@@ -16,6 +16,10 @@ const (
 	ActionIgnore = "testguest.action=ignore"
 )
 
+// BigFile is the size over which the report names a file of an ISO9660
+// disk, with its size, instead of printing it (a boot image's kernel).
+const BigFile = 64 << 10
+
 // ShellMarker is the line the guest prints, once it waits (actions acpi
 // and ignore), before it starts a shell on its serial console: a busybox
 // sh, prompt "/ # ", that runs what is typed there.
@@ -30,8 +34,15 @@ const KernelArgs = "console=ttyS0 quiet"
 // "disk NAME serial=S size=BYTES" per block device, one "nic NAME mac=M"
 // per network interface, and for every ISO9660 device
 // "iso NAME label=L" followed, for each file on it, by "file PATH", its
-// contents as "b64 ..." lines, and "endfile". Then it acts on its action;
-// while it waits, a shell runs on the console (see ShellMarker).
+// contents as "b64 ..." lines, and "endfile" (a file over BigFile bytes is
+// one line "bigfile SIZE PATH" instead). Lines added later, which a
+// reader of the first format ignores: "firmware efi|bios",
+// "secureboot enabled|disabled|unknown" (EFI only, as the kernel saw it),
+// "lockdown MODE", "cmdline ...", one "diskbus NAME bus=B type=disk|cdrom"
+// per disk, one "nicdriver NAME driver=D" per NIC, and
+// "device KIND DETAIL..." lines for the other devices the kernel bound.
+// Then it acts on its action; while it waits, a shell runs on the console
+// (see ShellMarker).
 const initScript = `#!/bin/busybox sh
 /bin/busybox mkdir -p /proc /sys /dev /mnt /tmp
 /bin/busybox mount -t devtmpfs devtmpfs /dev
@@ -69,11 +80,21 @@ if [ "$action" = acpi ]; then
 fi
 
 # Block devices show up while their drivers probe; wait until the list
-# stops changing (SCSI is scanned synchronously, virtio probes at insmod).
+# stops changing (SCSI is scanned synchronously, virtio and SATA probe at
+# insmod). USB devices are enumerated in the background: with a USB bus,
+# the list of USB devices must stand still too, for longer.
 prev=""
-for i in 1 2 3 4 5 6 7 8 9 10; do
-	cur="$(ls /sys/block)"
-	[ "$cur" = "$prev" ] && break
+stable=0
+need=1
+[ -e /sys/bus/usb/devices/usb1 ] && need=3
+for i in $(seq 1 30); do
+	cur="$(ls /sys/block /sys/bus/usb/devices 2>/dev/null)"
+	if [ "$cur" = "$prev" ]; then
+		stable=$((stable + 1))
+		[ "$stable" -ge "$need" ] && break
+	else
+		stable=0
+	fi
 	prev="$cur"
 	sleep 0.2
 done
@@ -91,6 +112,17 @@ report() {
 			# SCSI: the unit serial number VPD page, after its 4-byte header.
 			serial="$(dd if="$d/device/vpd_pg80" bs=1 skip=4 2>/dev/null | tr -d '\000' | sed 's/^ *//; s/ *$//')"
 		fi
+		if [ -z "$serial" ]; then
+			# USB storage: the serial number of the USB device above it.
+			p="$(readlink -f "$d/device")"
+			while [ "${p#/sys/}" != "$p" ]; do
+				if [ -r "$p/idVendor" ]; then
+					[ -r "$p/serial" ] && serial="$(cat "$p/serial")"
+					break
+				fi
+				p="${p%/*}"
+			done
+		fi
 		size=$(( $(cat "$d/size") * 512 ))
 		echo "disk $name serial=$serial size=$size"
 	done
@@ -98,6 +130,64 @@ report() {
 		name="${n##*/}"
 		[ "$name" = lo ] && continue
 		echo "nic $name mac=$(cat "$n/address")"
+	done
+	if [ -d /sys/firmware/efi ]; then
+		echo "firmware efi"
+		if dmesg | grep -q 'Secure boot enabled'; then
+			echo "secureboot enabled"
+		elif dmesg | grep -q 'Secure boot disabled'; then
+			echo "secureboot disabled"
+		else
+			echo "secureboot unknown"
+		fi
+	else
+		echo "firmware bios"
+	fi
+	mkdir -p /sys/kernel/security
+	mount -t securityfs securityfs /sys/kernel/security 2>/dev/null
+	if [ -r /sys/kernel/security/lockdown ]; then
+		echo "lockdown $(sed 's/.*\[\(.*\)\].*/\1/' /sys/kernel/security/lockdown)"
+	fi
+	echo "cmdline $(cat /proc/cmdline)"
+	for d in /sys/block/*; do
+		[ -e "$d/device" ] || continue
+		case "$(readlink -f "$d/device")" in
+		*/usb[0-9]*) bus=usb ;;
+		*/ata[0-9]*) bus=sata ;;
+		*/virtio[0-9]*/host[0-9]*) bus=scsi ;;
+		*/virtio[0-9]*) bus=virtio ;;
+		*) bus=other ;;
+		esac
+		type=disk
+		[ "$(cat "$d/device/type" 2>/dev/null)" = 5 ] && type=cdrom
+		echo "diskbus ${d##*/} bus=$bus type=$type"
+	done
+	for n in /sys/class/net/*; do
+		[ -e "$n/device/driver" ] || continue
+		echo "nicdriver ${n##*/} driver=$(basename "$(readlink -f "$n/device/driver")")"
+	done
+	for v in /sys/bus/virtio/devices/*; do
+		[ -e "$v/driver" ] && echo "device virtio $(basename "$(readlink -f "$v/driver")")"
+	done
+	for w in /sys/class/watchdog/*; do
+		[ -r "$w/identity" ] && echo "device watchdog $(cat "$w/identity")"
+	done
+	if [ -r /sys/class/misc/hw_random/rng_current ] && [ "$(cat /sys/class/misc/hw_random/rng_current)" != none ]; then
+		echo "device rng $(cat /sys/class/misc/hw_random/rng_current)"
+	fi
+	for t in /sys/class/tpm/tpm*; do
+		[ -e "$t" ] && echo "device tpm ${t##*/} version $(cat "$t/tpm_version_major" 2>/dev/null)"
+	done
+	# Sound cards by their PCI class (audio 0x0401, HD audio 0x0403):
+	# the driver binds at once, the codecs are probed in the background.
+	for p in /sys/bus/pci/devices/*; do
+		case "$(cat "$p/class")" in
+		0x0401* | 0x0403*) [ -e "$p/driver" ] && echo "device sound $(basename "$(readlink -f "$p/driver")")" ;;
+		esac
+	done
+	sed -n 's/^N: Name="\(.*\)"$/device input \1/p' /proc/bus/input/devices 2>/dev/null
+	sed -n 's/^\([0-9]*\): uart:\([^ ]*\) .*/\1 \2/p' /proc/tty/driver/serial 2>/dev/null | while read -r line uart; do
+		[ "$uart" = unknown ] || echo "device serial ttyS$line $uart"
 	done
 	for d in /sys/block/*; do
 		[ -e "$d/device" ] || continue
@@ -107,6 +197,11 @@ report() {
 		label="$(dd if="/dev/$name" bs=1 skip=32808 count=32 2>/dev/null | sed 's/ *$//')"
 		echo "iso $name label=$label"
 		(cd "/mnt/$name" && find . -type f) | sort | while read -r f; do
+			size=$(stat -c %s "/mnt/$name/$f")
+			if [ "$size" -gt 65536 ]; then # BigFile
+				echo "bigfile $size ${f#./}"
+				continue
+			fi
 			echo "file ${f#./}"
 			base64 "/mnt/$name/$f" | sed 's/^/b64 /'
 			echo "endfile"

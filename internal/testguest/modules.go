@@ -13,17 +13,31 @@ import (
 // Modules are the kernel modules the guest loads, with what they need
 // before them: virtio PCI, block, network and SCSI (for CD-ROMs on the
 // scsi bus), ISO9660, and the ACPI power button with evdev for acpid.
-// The Debian cloud kernel has no AHCI driver, so SATA disks stay invisible
-// to the guest: test VMIs use virtio (or scsi) buses.
+// Debian's cloud kernel, which the kernel-boot guest runs, has no AHCI,
+// e1000e or USB storage driver: SATA disks stay invisible to it, and VMIs
+// that need them boot a bootable image (BootImages).
 var Modules = []string{
 	"virtio_pci", "virtio_blk", "virtio_net", "virtio_scsi",
 	"sd_mod", "sr_mod", "isofs", "button", "evdev",
+}
+
+// BootModules are loaded after Modules by the guest of the bootable
+// images, whose kernel is Debian's generic one: SATA (AHCI, probed while
+// it loads), USB storage on xHCI, the e1000e NIC, and the drivers of the
+// other device areas of a VMI (virtio RNG, balloon and serial, the
+// i6300ESB watchdog, HD audio, USB HID for the tablet).
+var BootModules = []string{
+	"ahci", "xhci_pci", "usb_storage", "e1000e",
+	"virtio_rng", "virtio_balloon", "virtio_console", "i6300esb",
+	"snd_hda_intel", "snd_hda_codec_generic", "usbhid", "hid_generic",
 }
 
 // moduleArgs are parameters given to a module when it is loaded.
 var moduleArgs = map[string]string{
 	// Scan SCSI buses while loading, so disks exist when the report runs.
 	"scsi_mod": "scan=sync",
+	// Scan a USB disk as soon as it is found, not a second later.
+	"usb_storage": "delay_use=0",
 }
 
 // kernelModule is one module file of the kernel tree.

@@ -14,6 +14,27 @@ type Report struct {
 	Disks       []Disk
 	NICs        []NIC
 	ISOs        []ISO
+	// Firmware is "efi" or "bios".
+	Firmware string
+	// SecureBoot is "enabled", "disabled" or "unknown" as the kernel saw
+	// it under EFI; empty under BIOS.
+	SecureBoot string
+	// Lockdown is the kernel's lockdown mode: "none", "integrity" or
+	// "confidentiality" (Debian's kernel locks down under secure boot).
+	Lockdown string
+	// Cmdline is the kernel's command line.
+	Cmdline string
+	// Devices are the other devices the kernel bound, in report order.
+	Devices []Device
+}
+
+// Device is one "device KIND DETAIL" line of the report: KIND virtio
+// (DETAIL the driver: virtio_balloon, virtio_rng...), watchdog (its
+// identity), rng (the current hardware RNG), tpm ("tpm0 version 2"),
+// sound (the driver), input (the device's name), serial ("ttyS0 16550A").
+type Device struct {
+	Kind   string
+	Detail string
 }
 
 // Disk is one block device of the guest.
@@ -21,12 +42,15 @@ type Disk struct {
 	Name   string // kernel name: vda, sda, sr0
 	Serial string // empty when the bus exposes none
 	Size   int64  // bytes
+	Bus    string // virtio, sata, scsi, usb or other (from sysfs)
+	CDROM  bool   // a CD-ROM drive (SCSI peripheral type 5)
 }
 
 // NIC is one network interface of the guest.
 type NIC struct {
-	Name string
-	MAC  string // lower case, colon separated
+	Name   string
+	MAC    string // lower case, colon separated
+	Driver string // the kernel driver bound to it: virtio_net, e1000e...
 }
 
 // ISO is a block device holding an ISO9660 file system, with its files.
@@ -34,6 +58,9 @@ type ISO struct {
 	Device string
 	Label  string
 	Files  map[string][]byte // path relative to the root → contents
+	// BigFiles are the files over BigFile bytes, path → size, whose
+	// contents the report leaves out.
+	BigFiles map[string]int64
 }
 
 // ISO returns the first ISO labelled label, or nil.
@@ -54,6 +81,48 @@ func (r *Report) UserData() (string, bool) {
 	}
 	d, ok := iso.Files["user-data"]
 	return string(d), ok
+}
+
+// DiskByName returns the disk the kernel named name, or nil.
+func (r *Report) DiskByName(name string) *Disk {
+	for i := range r.Disks {
+		if r.Disks[i].Name == name {
+			return &r.Disks[i]
+		}
+	}
+	return nil
+}
+
+// NICByMAC returns the NIC with MAC address mac (any case), or nil.
+func (r *Report) NICByMAC(mac string) *NIC {
+	for i := range r.NICs {
+		if r.NICs[i].MAC == strings.ToLower(mac) {
+			return &r.NICs[i]
+		}
+	}
+	return nil
+}
+
+// DevicesOf returns the details of the devices of kind, in report order.
+func (r *Report) DevicesOf(kind string) []string {
+	var out []string
+	for _, d := range r.Devices {
+		if d.Kind == kind {
+			out = append(out, d.Detail)
+		}
+	}
+	return out
+}
+
+// KernelArg returns the value of the kernel argument key=value on the
+// guest's command line, and whether it was there.
+func (r *Report) KernelArg(key string) (string, bool) {
+	for _, arg := range strings.Fields(r.Cmdline) {
+		if k, v, ok := strings.Cut(arg, "="); ok && k == key {
+			return v, true
+		}
+	}
+	return "", false
 }
 
 // DiskBySerial returns the disk with serial s, or nil.
@@ -135,9 +204,48 @@ func ParseConsole(text string) (Report, error) {
 			var name string
 			name, fields, err = nameAndFields(rest, "label")
 			if err == nil {
-				r.ISOs = append(r.ISOs, ISO{Device: name, Label: fields["label"], Files: map[string][]byte{}})
+				r.ISOs = append(r.ISOs, ISO{Device: name, Label: fields["label"], Files: map[string][]byte{}, BigFiles: map[string]int64{}})
 				iso = &r.ISOs[len(r.ISOs)-1]
 			}
+		case "bigfile":
+			size, path, _ := strings.Cut(rest, " ")
+			switch {
+			case iso == nil:
+				err = fmt.Errorf("bigfile before any iso line")
+			case path == "":
+				err = fmt.Errorf("no path")
+			default:
+				iso.BigFiles[path], err = strconv.ParseInt(size, 10, 64)
+			}
+		case "firmware":
+			r.Firmware = rest
+		case "secureboot":
+			r.SecureBoot = rest
+		case "lockdown":
+			r.Lockdown = rest
+		case "cmdline":
+			r.Cmdline = rest
+		case "diskbus":
+			var fields map[string]string
+			var name string
+			name, fields, err = nameAndFields(rest, "bus", "type")
+			if d := r.DiskByName(name); err == nil && d != nil {
+				d.Bus, d.CDROM = fields["bus"], fields["type"] == "cdrom"
+			} else if err == nil {
+				err = fmt.Errorf("no disk line for %s before it", name)
+			}
+		case "nicdriver":
+			var fields map[string]string
+			var name string
+			name, fields, err = nameAndFields(rest, "driver")
+			if n := r.nicByName(name); err == nil && n != nil {
+				n.Driver = fields["driver"]
+			} else if err == nil {
+				err = fmt.Errorf("no nic line for %s before it", name)
+			}
+		case "device":
+			kind, detail, _ := strings.Cut(rest, " ")
+			r.Devices = append(r.Devices, Device{Kind: kind, Detail: detail})
 		case "file":
 			if iso == nil {
 				err = fmt.Errorf("file before any iso line")
@@ -154,6 +262,15 @@ func ParseConsole(text string) (Report, error) {
 		return Report{}, fmt.Errorf("testguest: file %q of the report not finished", file)
 	}
 	return r, nil
+}
+
+func (r *Report) nicByName(name string) *NIC {
+	for i := range r.NICs {
+		if r.NICs[i].Name == name {
+			return &r.NICs[i]
+		}
+	}
+	return nil
 }
 
 // nameAndFields splits "NAME k1=v1 k2=v2" where the last field's value may

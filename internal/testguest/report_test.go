@@ -1,6 +1,7 @@
 package testguest
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 )
@@ -78,6 +79,10 @@ func TestParseConsoleErrors(t *testing.T) {
 		"file before iso": BeginMarker + "\nfile x\nendfile\n" + EndMarker + "\n",
 		"bad base64":      BeginMarker + "\niso vdb label=x\nfile x\nb64 !!!\nendfile\n" + EndMarker + "\n",
 		"open file":       BeginMarker + "\niso vdb label=x\nfile x\nb64 eA==\n" + EndMarker + "\n",
+		"diskbus first":   BeginMarker + "\ndiskbus sda bus=sata type=disk\n" + EndMarker + "\n",
+		"nicdriver first": BeginMarker + "\nnicdriver eth0 driver=e1000e\n" + EndMarker + "\n",
+		"bigfile no iso":  BeginMarker + "\nbigfile 9 x\n" + EndMarker + "\n",
+		"bigfile size":    BeginMarker + "\niso sr0 label=x\nbigfile nine x\n" + EndMarker + "\n",
 	}
 	for name, text := range cases {
 		if _, err := ParseConsole(text); err == nil {
@@ -85,5 +90,97 @@ func TestParseConsoleErrors(t *testing.T) {
 		} else if !strings.HasPrefix(err.Error(), "testguest: ") {
 			t.Errorf("%s: error %q lacks the package prefix", name, err)
 		}
+	}
+}
+
+// bootTranscript is the report of a bootable image's guest (a real boot
+// under QEMU with secure boot, shortened), with the lines the first
+// format lacked.
+const bootTranscript = "BdsDxe: starting Boot0001 \"UEFI QEMU HARDDISK sbsata \"\r\n" +
+	BeginMarker + "\r\n" +
+	"cpus 1\r\n" +
+	"memtotal_kib 431552\r\n" +
+	"disk sda serial=sbsata size=26214400\r\n" +
+	"disk sr0 serial= size=372736\r\n" +
+	"nic eth0 mac=52:54:00:12:34:56\r\n" +
+	"nic eth1 mac=02:00:00:00:0B:02\r\n" +
+	"firmware efi\r\n" +
+	"secureboot enabled\r\n" +
+	"lockdown integrity\r\n" +
+	"cmdline BOOT_IMAGE=/vmlinuz console=ttyS0 quiet testguest.action=poweroff testguest.image=secureboot testguest.loader=grub-efi\r\n" +
+	"diskbus sda bus=sata type=disk\r\n" +
+	"diskbus sr0 bus=sata type=cdrom\r\n" +
+	"nicdriver eth0 driver=virtio_net\r\n" +
+	"nicdriver eth1 driver=e1000e\r\n" +
+	"device virtio virtio_net\r\n" +
+	"device input QEMU QEMU USB Tablet\r\n" +
+	"device tpm tpm0 version 2\r\n" +
+	"iso sr0 label=TESTGUEST\r\n" +
+	"file boot/grub/grub.cfg\r\n" +
+	"b64 c2V0IHRpbWVvdXQ9MAo=\r\n" +
+	"endfile\r\n" +
+	"bigfile 8247232 boot/vmlinuz\r\n" +
+	EndMarker + "\r\n"
+
+func TestParseConsoleBootLines(t *testing.T) {
+	r, err := ParseConsole(bootTranscript)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.Firmware != "efi" || r.SecureBoot != "enabled" || r.Lockdown != "integrity" {
+		t.Errorf("firmware %q secure boot %q lockdown %q", r.Firmware, r.SecureBoot, r.Lockdown)
+	}
+	if v, ok := r.KernelArg(ImageArg); !ok || v != "secureboot" {
+		t.Errorf("%s = %q, %v", ImageArg, v, ok)
+	}
+	if _, ok := r.KernelArg("testguest"); ok {
+		t.Error("KernelArg matched a prefix")
+	}
+	if d := r.DiskByName("sda"); d == nil || d.Bus != "sata" || d.CDROM || d.Serial != "sbsata" {
+		t.Errorf("sda %+v", d)
+	}
+	if d := r.DiskByName("sr0"); d == nil || d.Bus != "sata" || !d.CDROM {
+		t.Errorf("sr0 %+v", d)
+	}
+	if n := r.NICByMAC("02:00:00:00:0b:02"); n == nil || n.Driver != "e1000e" || n.Name != "eth1" {
+		t.Errorf("second NIC %+v", n)
+	}
+	if got := r.DevicesOf("input"); len(got) != 1 || got[0] != "QEMU QEMU USB Tablet" {
+		t.Errorf("inputs %q", got)
+	}
+	if got := r.DevicesOf("tpm"); len(got) != 1 || got[0] != "tpm0 version 2" {
+		t.Errorf("tpms %q", got)
+	}
+	iso := r.ISO("TESTGUEST")
+	if iso == nil || string(iso.Files["boot/grub/grub.cfg"]) != "set timeout=0\n" || iso.BigFiles["boot/vmlinuz"] != 8247232 || len(iso.Files) != 1 {
+		t.Errorf("iso %+v", iso)
+	}
+	// A guest of the first format leaves the new fields empty.
+	old, err := ParseConsole(transcript)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if old.Firmware != "" || old.Disks[0].Bus != "" || old.NICs[0].Driver != "" || len(old.Devices) != 0 {
+		t.Errorf("first format: %+v", old)
+	}
+}
+
+// FuzzParseConsole: any console text parses to a report or an error with
+// the package's prefix, never a panic.
+func FuzzParseConsole(f *testing.F) {
+	f.Add(transcript)
+	f.Add(bootTranscript)
+	f.Add(BeginMarker + "\ndiskbus sda bus=sata type=disk\n" + EndMarker + "\n")
+	f.Fuzz(func(t *testing.T, text string) {
+		if _, err := ParseConsole(text); err != nil && !strings.HasPrefix(err.Error(), "testguest: ") {
+			t.Errorf("error %q lacks the package prefix", err)
+		}
+	})
+}
+
+// TestInitScriptBigFile: the script's limit is BigFile.
+func TestInitScriptBigFile(t *testing.T) {
+	if want := fmt.Sprintf(`if [ "$size" -gt %d ]; then # BigFile`, BigFile); !strings.Contains(initScript, want) {
+		t.Errorf("the init script lacks %q", want)
 	}
 }

@@ -13,6 +13,15 @@
 // Install imports it, as an OCI image holding /boot/vmlinuz and
 // /boot/initrd.img, into an image store under Ref, for a VMI's
 // spec.domain.firmware.kernelBoot.container.
+//
+// The same guest also boots from firmware: BootImages builds, with
+// Debian's generic kernel (it has the AHCI, e1000e and USB storage drivers
+// the cloud kernel lacks) and BootModules, a hybrid ISO that GRUB boots
+// under BIOS and EFI as a disk or a CD-ROM (HybridRef), and a disk whose
+// EFI system partition holds Debian's signed shim, GRUB and kernel, for
+// secure boot (SecureBootRef). InstallBootImages imports them as
+// containerDisk images. Their guests also report each disk's bus, each
+// NIC's driver, the firmware, secure boot and the other devices they see.
 package testguest
 
 import (
@@ -84,12 +93,17 @@ func Install(storeRoot string, opts Options) (*imagestore.Image, error) {
 // archive): busybox, /init, and the modules of kernel version under
 // kernelTree/lib/modules with the order to load them in.
 func Initramfs(kernelTree, version, busybox string) ([]byte, error) {
+	return initramfs(kernelTree, version, busybox, Modules)
+}
+
+// initramfs is Initramfs loading modules (and what they depend on).
+func initramfs(kernelTree, version, busybox string, modules []string) ([]byte, error) {
 	bb, err := os.ReadFile(busybox)
 	if err != nil {
 		return nil, fmt.Errorf("test guest busybox: %w", err)
 	}
 	modDir := filepath.Join(kernelTree, "lib", "modules", version)
-	mods, err := loadOrder(modDir, Modules)
+	mods, err := loadOrder(modDir, modules)
 	if err != nil {
 		return nil, err
 	}

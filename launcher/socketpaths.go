@@ -1,0 +1,49 @@
+package launcher
+
+import (
+	"fmt"
+
+	"k8s.io/apimachinery/pkg/util/validation/field"
+	"libvirt.org/go/libvirtxml"
+)
+
+// maxSocketPath is the longest path a UNIX socket can be bound to on Linux:
+// sun_path holds 108 bytes, the terminating NUL among them.
+const maxSocketPath = 107
+
+// socketPathErrors refuses the domain of the VMI called name whose UNIX sockets (the serial
+// console's, the VNC server's: under the VMI's state folder, named after
+// its namespace and name) have paths too long to bind. libvirt defines
+// such a domain and fails only when it starts it, with an internal error.
+func socketPathErrors(d *libvirtxml.Domain, name string) field.ErrorList {
+	var sockets []struct{ what, path string }
+	add := func(what, path string) {
+		if len(path) > maxSocketPath {
+			sockets = append(sockets, struct{ what, path string }{what, path})
+		}
+	}
+	if d.Devices != nil {
+		for _, s := range d.Devices.Serials {
+			if s.Source != nil && s.Source.UNIX != nil {
+				add("serial console", s.Source.UNIX.Path)
+			}
+		}
+		for _, g := range d.Devices.Graphics {
+			if g.VNC == nil {
+				continue
+			}
+			for _, l := range g.VNC.Listeners {
+				if l.Socket != nil {
+					add("VNC", l.Socket.Socket)
+				}
+			}
+		}
+	}
+	var errs field.ErrorList
+	for _, s := range sockets {
+		errs = append(errs, field.Invalid(field.NewPath("metadata", "name"), name,
+			fmt.Sprintf("the %s socket %s is %d bytes long, more than the %d a UNIX socket path can hold: shorten the namespace and name, or the layout's StateDir",
+				s.what, s.path, len(s.path), maxSocketPath)))
+	}
+	return errs
+}
