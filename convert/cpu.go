@@ -31,7 +31,7 @@ func (c *converter) cpu(d *libvirtxml.Domain) error {
 	}
 	t := c.cpuTopology()
 	booted := t.count()
-	cpu := &libvirtxml.DomainCPU{}
+	cpu := &c.parts.cpu
 	if spec != nil && spec.MaxSockets != 0 {
 		if uint(spec.MaxSockets) < t.sockets {
 			return field.Invalid(cpuPath.Child("maxSockets"), spec.MaxSockets, fmt.Sprintf("must not be less than sockets (%d)", t.sockets))
@@ -52,8 +52,10 @@ func (c *converter) cpu(d *libvirtxml.Domain) error {
 		}
 		d.VCPUs = vcpus
 	}
-	cpu.Topology = &libvirtxml.DomainCPUTopology{Sockets: int(t.sockets), Cores: int(t.cores), Threads: int(t.threads)}
-	d.VCPU = &libvirtxml.DomainVCPU{Placement: "static", Value: t.count()}
+	c.parts.topology = libvirtxml.DomainCPUTopology{Sockets: int(t.sockets), Cores: int(t.cores), Threads: int(t.threads)}
+	cpu.Topology = &c.parts.topology
+	c.parts.vcpu = libvirtxml.DomainVCPU{Placement: "static", Value: t.count()}
+	d.VCPU = &c.parts.vcpu
 
 	c.cpuModel(cpu)
 	if err := c.cpuNUMA(cpu, t.count()); err != nil {
@@ -87,10 +89,14 @@ func (c *converter) cpuModel(cpu *libvirtxml.DomainCPU) {
 		cpu.Mode = v1.CPUModeHostPassthrough
 	default:
 		cpu.Mode = "custom"
-		cpu.Model = &libvirtxml.DomainCPUModel{Value: model}
+		c.parts.cpuModel.Value = model
+		cpu.Model = &c.parts.cpuModel
 	}
 	if spec == nil {
 		return
+	}
+	if n := len(spec.Features); n > 0 || cpu.Mode == "custom" {
+		cpu.Features = make([]libvirtxml.DomainCPUFeature, 0, n+1)
 	}
 	hasMPX := false
 	for _, f := range spec.Features {
@@ -121,14 +127,23 @@ func (c *converter) cpuNUMA(cpu *libvirtxml.DomainCPU, vcpus uint) error {
 	if err != nil {
 		return err
 	}
-	id := uint(0)
-	cpu.Numa = &libvirtxml.DomainNuma{Cell: []libvirtxml.DomainCell{{
-		ID:     &id,
-		CPUs:   fmt.Sprintf("0-%d", vcpus-1),
+	numa := new(numaParts)
+	numa.cells[0] = libvirtxml.DomainCell{
+		ID:     &numa.cellID,
+		CPUs:   c.text.join("0-", c.text.decimal(uint64(vcpus-1))),
 		Memory: uint(size / 1024),
 		Unit:   "KiB",
-	}}}
+	}
+	numa.numa.Cell = numa.cells[:]
+	cpu.Numa = &numa.numa
 	return nil
+}
+
+// numaParts are the guest's one NUMA cell and what it points to.
+type numaParts struct {
+	numa   libvirtxml.DomainNuma
+	cells  [1]libvirtxml.DomainCell
+	cellID uint
 }
 
 // pinCPUs pins each booted vCPU to its own host CPU of Options.CPUSet, in

@@ -33,7 +33,7 @@ func runArea(t *testing.T, vmi *v1.VirtualMachineInstance, edit func(*Options), 
 	if edit != nil {
 		edit(&opts)
 	}
-	c := &converter{vmi: vmi, spec: &vmi.Spec, opts: opts, paths: opts.Layout.Paths(vmi)}
+	c := newConverter(vmi, opts)
 	d := &libvirtxml.Domain{}
 	for _, a := range areas {
 		if err := a(c, d); err != nil {

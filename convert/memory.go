@@ -27,7 +27,8 @@ func (c *converter) memory(d *libvirtxml.Domain) error {
 	if err != nil {
 		return err
 	}
-	d.Memory = &libvirtxml.DomainMemory{Value: uint(size), Unit: "b"}
+	c.parts.memory = libvirtxml.DomainMemory{Value: uint(size), Unit: "b"}
+	d.Memory = &c.parts.memory
 
 	if m := c.spec.Domain.Memory; m != nil && m.MaxGuest != nil && !m.MaxGuest.Equal(*guest) && !c.opts.NoMemoryHotplug {
 		maxSize, err := memoryBytes(*m.MaxGuest, memoryPath.Child("maxGuest"))
@@ -40,7 +41,8 @@ func (c *converter) memory(d *libvirtxml.Domain) error {
 		// KubeVirt writes slots="0": memory is hotplugged as a virtio-mem
 		// device, not as DIMMs. libvirtxml leaves a zero slot count out;
 		// domain.Marshal writes it back.
-		d.MaximumMemory = &libvirtxml.DomainMaxMemory{Value: uint(maxSize), Unit: "b"}
+		c.parts.maxMemory = libvirtxml.DomainMaxMemory{Value: uint(maxSize), Unit: "b"}
+		d.MaximumMemory = &c.parts.maxMemory
 	}
 	return c.memoryBacking(d)
 }

@@ -16,21 +16,24 @@ const bootMenuTimeout = "10000"
 // the firmware (BIOS or EFI, with secure boot), kernel boot and the boot
 // menu of a VMI that starts paused.
 func (c *converter) os(d *libvirtxml.Domain) error {
-	o := &libvirtxml.DomainOS{
-		Type:   &libvirtxml.DomainOSType{Arch: "x86_64", Type: "hvm"},
-		SMBios: &libvirtxml.DomainSMBios{Mode: "sysinfo"},
-	}
+	p := c.parts
+	p.osType = libvirtxml.DomainOSType{Arch: "x86_64", Type: "hvm"}
+	p.osSMBios = libvirtxml.DomainSMBios{Mode: "sysinfo"}
+	o := &p.os
+	o.Type = &p.osType
+	o.SMBios = &p.osSMBios
 	if m := c.spec.Domain.Machine; m != nil {
 		o.Type.Machine = m.Type
 	}
 	if c.vmi.ShouldStartPaused() {
-		o.BootMenu = &libvirtxml.DomainBootMenu{Enable: "yes", Timeout: bootMenuTimeout}
+		p.bootMenu = libvirtxml.DomainBootMenu{Enable: "yes", Timeout: bootMenuTimeout}
+		o.BootMenu = &p.bootMenu
 	}
 	if fw := c.spec.Domain.Firmware; fw != nil {
-		for _, step := range []func(*v1.Firmware, *libvirtxml.DomainOS) error{
-			c.efi, c.bios, c.kernelBoot, c.acpiTables,
+		for _, step := range []func(*converter, *v1.Firmware, *libvirtxml.DomainOS) error{
+			(*converter).efi, (*converter).bios, (*converter).kernelBoot, (*converter).acpiTables,
 		} {
-			if err := step(fw, o); err != nil {
+			if err := step(c, fw, o); err != nil {
 				return err
 			}
 		}
@@ -66,8 +69,9 @@ func (c *converter) efi(fw *v1.Firmware, o *libvirtxml.DomainOS) error {
 	if c.paths.NVRAM == "" {
 		return field.Forbidden(efiPath, "the layout names no NVRAM file for the EFI variables")
 	}
-	o.Loader = &libvirtxml.DomainLoader{Path: code, Readonly: "yes", Secure: boolYesNo(secure), Type: "pflash"}
-	o.NVRam = &libvirtxml.DomainNVRam{NVRam: c.paths.NVRAM, Template: vars}
+	c.parts.loader = libvirtxml.DomainLoader{Path: code, Readonly: "yes", Secure: boolYesNo(secure), Type: "pflash"}
+	c.parts.nvram = libvirtxml.DomainNVRam{NVRam: c.paths.NVRAM, Template: vars}
+	o.Loader, o.NVRam = &c.parts.loader, &c.parts.nvram
 	return nil
 }
 

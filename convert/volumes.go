@@ -87,7 +87,7 @@ func checkVolume(vmi *v1.VirtualMachineInstance, index int) (*v1.Volume, volumeK
 		return nil, "", field.NotFound(volumePath(index), index)
 	}
 	v := &vmi.Spec.Volumes[index]
-	p := volumePath(index)
+	p := itemPath{volumesPath, index}
 	if v.Name == "" || v.Name == "." || v.Name == ".." || strings.ContainsAny(v.Name, "/\x00") {
 		return nil, "", field.Invalid(p.Child("name"), v.Name, "must be usable as a file name")
 	}
@@ -95,9 +95,9 @@ func checkVolume(vmi *v1.VirtualMachineInstance, index int) (*v1.Volume, volumeK
 	kinds := volumeKinds(v, buf[:0])
 	switch {
 	case len(kinds) == 0:
-		return nil, "", field.Required(p, "a volume source")
+		return nil, "", field.Required(p.path(), "a volume source")
 	case len(kinds) > 1:
-		return nil, "", field.Invalid(p, kinds, "a volume has exactly one source")
+		return nil, "", field.Invalid(p.path(), kinds, "a volume has exactly one source")
 	}
 	kind := kinds[0]
 	switch kind {
@@ -147,7 +147,7 @@ func checkVolume(vmi *v1.VirtualMachineInstance, index int) (*v1.Volume, volumeK
 
 // hasDotDot tells whether a slash-separated path has a ".." component.
 func hasDotDot(p string) bool {
-	for _, part := range strings.Split(p, "/") {
+	for part := range strings.SplitSeq(p, "/") {
 		if part == ".." {
 			return true
 		}
@@ -158,10 +158,10 @@ func hasDotDot(p string) bool {
 // discardOnCDROM tells whether a CD-ROM backed by a volume of this kind gets
 // discard=unmap, as KubeVirt's converter sets it per source (disks and LUNs
 // always get it).
-var discardOnCDROM = map[volumeKind]bool{
-	volContainerDisk: true,
-	volPVC:           true,
-	volDataVolume:    true,
-	volEmptyDisk:     true,
-	volEphemeral:     true,
+func discardOnCDROM(kind volumeKind) bool {
+	switch kind {
+	case volContainerDisk, volPVC, volDataVolume, volEmptyDisk, volEphemeral:
+		return true
+	}
+	return false
 }
