@@ -16,31 +16,33 @@ import (
 func (c *converter) controllers(d *libvirtxml.Domain) error {
 	devs := &c.spec.Domain.Devices
 	p := c.parts
-	list := p.controllers[:0]
-	// add appends a controller of index 0 (each has its own index).
-	add := func(ctl libvirtxml.DomainController) {
-		n := len(list)
-		ctl.Index = &p.controllerIndex[n]
-		list = append(list, ctl)
-	}
+	list := p.controllers[:0] // room for three; a fourth moves the list
 	usb := "none"
 	if c.needsUSB() {
 		usb = "qemu-xhci"
 	}
-	add(libvirtxml.DomainController{Type: "usb", Model: usb})
+	list = append(list, libvirtxml.DomainController{Type: "usb", Model: usb})
 
 	if c.needsSCSIController() {
-		add(libvirtxml.DomainController{Type: "scsi", Model: c.virtioModel, Driver: c.scsiControllerDriver()})
+		list = append(list, libvirtxml.DomainController{Type: "scsi", Model: c.virtioModel, Driver: c.scsiControllerDriver()})
 	}
 
 	if strings.EqualFold(c.vmi.Annotations[v1.DisablePCIHole64], "true") {
-		add(libvirtxml.DomainController{Type: "pci", Model: "pcie-root", PCI: &libvirtxml.DomainControllerPCI{
+		list = append(list, libvirtxml.DomainController{Type: "pci", Model: "pcie-root", PCI: &libvirtxml.DomainControllerPCI{
 			Hole64: &libvirtxml.DomainControllerPCIHole64{Size: 0, Unit: "KiB"},
 		}})
 	}
 
 	if devs.AutoattachSerialConsole == nil || *devs.AutoattachSerialConsole {
-		add(libvirtxml.DomainController{Type: "virtio-serial", Model: c.virtioModel})
+		list = append(list, libvirtxml.DomainController{Type: "virtio-serial", Model: c.virtioModel})
+	}
+	// Every controller has index 0, each in a field of its own.
+	indexes := p.controllerIndex[:]
+	if len(list) > len(indexes) {
+		indexes = make([]uint, len(list))
+	}
+	for i := range list {
+		list[i].Index = &indexes[i]
 	}
 	d.Devices.Controllers = list
 	return nil

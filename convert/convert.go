@@ -30,13 +30,14 @@ type converter struct {
 	text text
 	// errs are the problems found so far (refuse).
 	errs field.ErrorList
+	// fatal is the error that ended the conversion (next).
+	fatal error
 }
 
-// newConverter prepares the conversion of vmi: the facts every area
-// shares are worked out once, and the domain's common parts are
-// allocated.
-func newConverter(vmi *v1.VirtualMachineInstance, opts Options) *converter {
-	c := &converter{
+// start prepares the conversion of vmi: the facts every area shares are
+// worked out once, and the domain's common parts are allocated.
+func (c *converter) start(vmi *v1.VirtualMachineInstance, opts Options) {
+	*c = converter{
 		vmi:         vmi,
 		spec:        &vmi.Spec,
 		opts:        opts,
@@ -51,7 +52,6 @@ func newConverter(vmi *v1.VirtualMachineInstance, opts Options) *converter {
 	}
 	c.ioThreads, c.ioThreadsErr = c.ioThreadPlan()
 	c.text.b.Grow(textSize(vmi))
-	return c
 }
 
 // Convert turns a VMI into a libvirt domain. The VMI should have been
@@ -66,7 +66,11 @@ func Convert(vmi *v1.VirtualMachineInstance, opts Options) (*libvirtxml.Domain, 
 	if opts.Layout == nil {
 		return nil, fmt.Errorf("convert: Options.Layout is required")
 	}
-	c := newConverter(vmi, opts)
+	// The converter lives on Convert's stack: the areas are called one by
+	// one, not through a table of functions, which would move it to the
+	// heap.
+	var c converter
+	c.start(vmi, opts)
 	domainType := opts.DomainType
 	if domainType == "" {
 		domainType = "kvm"
@@ -75,38 +79,34 @@ func Convert(vmi *v1.VirtualMachineInstance, opts Options) (*libvirtxml.Domain, 
 	d.Type = domainType
 	d.Name = c.domainName()
 	d.Devices = &c.parts.devices
-	// Each area fills its part of the domain, in the order of this table.
-	for _, area := range []func(*converter, *libvirtxml.Domain) error{
-		(*converter).unsupported,
-		(*converter).identity,
-		(*converter).memory,
-		(*converter).cpu,
-		(*converter).iothreads,
-		(*converter).sysinfo,
-		(*converter).os,
-		(*converter).features,
-		(*converter).clock,
-		(*converter).lifecycle,
-		(*converter).disks,
-		(*converter).controllers,
-		(*converter).interfaces,
-		(*converter).hostDevices,
-		(*converter).inputs,
-		(*converter).graphics,
-		(*converter).console,
-		(*converter).channels,
-		(*converter).balloon,
-		(*converter).rng,
-		(*converter).watchdog,
-		(*converter).tpm,
-		(*converter).sound,
-		(*converter).rootComplex,
-	} {
-		if err := area(c, d); err != nil {
-			if err := c.refuse(err); err != nil {
-				return nil, err
-			}
-		}
+	// Each area fills its part of the domain, in this order. A refusal is
+	// recorded and the next area runs; any other error ends the
+	// conversion (next).
+	if !(c.next(c.unsupported(d)) &&
+		c.next(c.identity(d)) &&
+		c.next(c.memory(d)) &&
+		c.next(c.cpu(d)) &&
+		c.next(c.iothreads(d)) &&
+		c.next(c.sysinfo(d)) &&
+		c.next(c.os(d)) &&
+		c.next(c.features(d)) &&
+		c.next(c.clock(d)) &&
+		c.next(c.lifecycle(d)) &&
+		c.next(c.disks(d)) &&
+		c.next(c.controllers(d)) &&
+		c.next(c.interfaces(d)) &&
+		c.next(c.hostDevices(d)) &&
+		c.next(c.inputs(d)) &&
+		c.next(c.graphics(d)) &&
+		c.next(c.console(d)) &&
+		c.next(c.channels(d)) &&
+		c.next(c.balloon(d)) &&
+		c.next(c.rng(d)) &&
+		c.next(c.watchdog(d)) &&
+		c.next(c.tpm(d)) &&
+		c.next(c.sound(d)) &&
+		c.next(c.rootComplex(d))) {
+		return nil, c.fatal
 	}
 	if len(c.errs) > 0 {
 		return nil, &Error{Errs: c.errs}

@@ -89,8 +89,7 @@ func (c *converter) cpuModel(cpu *libvirtxml.DomainCPU) {
 		cpu.Mode = v1.CPUModeHostPassthrough
 	default:
 		cpu.Mode = "custom"
-		c.parts.cpuModel.Value = model
-		cpu.Model = &c.parts.cpuModel
+		cpu.Model = &libvirtxml.DomainCPUModel{Value: model}
 	}
 	if spec == nil {
 		return
@@ -119,11 +118,11 @@ func (c *converter) cpuNUMA(cpu *libvirtxml.DomainCPU, vcpus uint) error {
 	if !c.memfdRequired() {
 		return nil
 	}
-	guest, guestPath := c.guestMemory()
-	if guest == nil {
+	guest, from, ok := c.guestMemory()
+	if !ok {
 		return nil // the memory area says what is missing
 	}
-	size, err := memoryBytes(*guest, guestPath)
+	size, err := memoryBytes(guest, from)
 	if err != nil {
 		return err
 	}

@@ -25,6 +25,13 @@ func computeVMI(cpu *v1.CPU) *v1.VirtualMachineInstance {
 	}
 }
 
+// newConverter starts a converter as Convert does.
+func newConverter(vmi *v1.VirtualMachineInstance, opts Options) *converter {
+	c := new(converter)
+	c.start(vmi, opts)
+	return c
+}
+
 // runArea runs the given areas of a converter over vmi with
 // KubeVirtOptions changed by edit.
 func runArea(t *testing.T, vmi *v1.VirtualMachineInstance, edit func(*Options), areas ...func(*converter, *libvirtxml.Domain) error) (*libvirtxml.Domain, *converter, error) {

@@ -30,7 +30,7 @@ type targetNamer struct {
 	nextVD, nextSD int
 }
 
-// name gives disk i its target name in KubeVirt's order, in b.parts[i]
+// diskTarget gives disk i its target name in KubeVirt's order, in b.parts[i]
 // (target.Dev, and unit: the name's index in its prefix's sequence, sda
 // is 0, sdb 1…, which is also the unit of a SCSI disk on the VMI's one
 // SCSI controller). A name status.volumeStatus records for the disk's
@@ -38,12 +38,12 @@ type targetNamer struct {
 // an earlier one gets that disk's target; every other disk gets the
 // lowest free name of its prefix, in spec order. When all are taken, the
 // name is empty.
-func (b *diskBuilder) name(i int, bus v1.DiskBus) {
-	disks := b.c.spec.Domain.Devices.Disks
+func (c *converter) diskTarget(b *diskBuilder, i int, bus v1.DiskBus) {
+	disks := c.spec.Domain.Devices.Disks
 	name := disks[i].Name
 	prefix, _ := targetPrefix(bus)
 	parts := &b.parts[i]
-	if t, ok := statusTarget(b.c.vmi, name); ok {
+	if t, ok := statusTarget(c.vmi, name); ok {
 		parts.target.Dev, parts.unit = t, targetIndex(prefix, t)
 		return
 	}
@@ -59,7 +59,7 @@ func (b *diskBuilder) name(i int, bus v1.DiskBus) {
 		next = &b.names.nextSD
 	}
 	for ; *next < maxTargetNames; *next++ {
-		if t := targetName(prefix, *next); !b.reserved(prefix, t) {
+		if t := targetName(prefix, *next); !c.targetReserved(prefix, t) {
 			parts.target.Dev, parts.unit = t, uint(*next)
 			*next++
 			return
@@ -79,19 +79,19 @@ func statusTarget(vmi *v1.VirtualMachineInstance, disk string) (string, bool) {
 	return "", false
 }
 
-// reserved tells whether status.volumeStatus keeps the target name for a
-// disk whose bus has this prefix.
-func (b *diskBuilder) reserved(prefix, name string) bool {
-	if len(b.c.vmi.Status.VolumeStatus) == 0 {
+// targetReserved tells whether status.volumeStatus keeps the target name
+// for a disk whose bus has this prefix.
+func (c *converter) targetReserved(prefix, name string) bool {
+	if len(c.vmi.Status.VolumeStatus) == 0 {
 		return false
 	}
-	disks := b.c.spec.Domain.Devices.Disks
+	disks := c.spec.Domain.Devices.Disks
 	for k := range disks {
 		p, ok := targetPrefix(diskBus(&disks[k]))
 		if !ok || p != prefix {
 			continue
 		}
-		if t, ok := statusTarget(b.c.vmi, disks[k].Name); ok && t == name {
+		if t, ok := statusTarget(c.vmi, disks[k].Name); ok && t == name {
 			return true
 		}
 	}

@@ -23,7 +23,6 @@ func (c *converter) disks(d *libvirtxml.Domain) error {
 	}
 	specDisks := c.spec.Domain.Devices.Disks
 	b := diskBuilder{
-		c:       c,
 		threads: newIOThreadAssigner(c.ioThreads),
 		parts:   make([]diskParts, len(specDisks)),
 	}
@@ -32,7 +31,7 @@ func (c *converter) disks(d *libvirtxml.Domain) error {
 	}
 	var probs problems
 	for i := range specDisks {
-		disk, err := b.disk(i)
+		disk, err := c.disk(&b, i)
 		if err != nil {
 			if err := probs.add(err); err != nil {
 				return err
@@ -80,7 +79,8 @@ func (c *converter) volumeIndex(name string) (int, bool) {
 
 // diskParts are what one disk points to. The disks area allocates the
 // parts of all the VMI's disks in one slice, one diskParts per
-// spec.domain.devices.disks entry.
+// spec.domain.devices.disks entry; what only some disks have (a backing
+// store, a SCSI address) is allocated for those disks alone.
 type diskParts struct {
 	target libvirtxml.DomainDiskTarget
 	// unit is the index of the target's name in its prefix's sequence
@@ -94,27 +94,31 @@ type diskParts struct {
 	shareable libvirtxml.DomainDiskShareable
 	boot      libvirtxml.DomainDeviceBoot
 	blockIO   libvirtxml.DomainDiskBlockIO
+	source    libvirtxml.DomainDiskSource
+	file      libvirtxml.DomainDiskSourceFile
+	block     libvirtxml.DomainDiskSourceBlock
+}
 
-	// a SCSI disk's address: unit <unit> of bus 0 of controller 0
-	address                              libvirtxml.DomainAddress
-	drive                                libvirtxml.DomainAddressDrive
-	driveController, driveBus, driveUnit uint
+// driveAddressParts are a SCSI disk's address, unit <unit> of bus 0 of
+// controller 0, and what it points to.
+type driveAddressParts struct {
+	address               libvirtxml.DomainAddress
+	drive                 libvirtxml.DomainAddressDrive
+	controller, bus, unit uint
+}
 
+// backingParts are a disk's <backingStore> and what it points to.
+type backingParts struct {
+	store  libvirtxml.DomainDiskBackingStore
+	format libvirtxml.DomainDiskFormat
 	source libvirtxml.DomainDiskSource
 	file   libvirtxml.DomainDiskSourceFile
 	block  libvirtxml.DomainDiskSourceBlock
-
-	backingStore  libvirtxml.DomainDiskBackingStore
-	backingFormat libvirtxml.DomainDiskFormat
-	backingSource libvirtxml.DomainDiskSource
-	backingFile   libvirtxml.DomainDiskSourceFile
-	backingBlock  libvirtxml.DomainDiskSourceBlock
 }
 
 // diskBuilder carries the state shared by a VMI's disks: target names and
 // IO threads are handed out in spec order.
 type diskBuilder struct {
-	c       *converter
 	threads ioThreadAssigner
 	names   targetNamer
 	parts   []diskParts // one per spec.domain.devices.disks entry
@@ -190,8 +194,7 @@ var (
 )
 
 // disk converts spec.domain.devices.disks[i].
-func (b *diskBuilder) disk(i int) (libvirtxml.DomainDisk, error) {
-	c := b.c
+func (c *converter) disk(b *diskBuilder, i int) (libvirtxml.DomainDisk, error) {
 	spec := &c.spec.Domain.Devices.Disks[i]
 	p := itemPath{disksPath, i}
 	dev, err := deviceOf(spec, p)
@@ -203,7 +206,7 @@ func (b *diskBuilder) disk(i int) (libvirtxml.DomainDisk, error) {
 	}
 
 	parts := &b.parts[i]
-	b.name(i, dev.bus)
+	c.diskTarget(b, i, dev.bus)
 	parts.target.Bus = string(dev.bus)
 	parts.target.Tray = string(dev.tray)
 	parts.alias.Name = c.text.join(aliasPrefix, spec.Name)
@@ -217,10 +220,11 @@ func (b *diskBuilder) disk(i int) (libvirtxml.DomainDisk, error) {
 	// as KubeVirt places them; a SCSI CD-ROM gets no address and libvirt
 	// assigns one, as with KubeVirt.
 	if dev.bus == v1.DiskBusSCSI && dev.device != "cdrom" {
-		parts.driveUnit = parts.unit
-		parts.drive = libvirtxml.DomainAddressDrive{Controller: &parts.driveController, Bus: &parts.driveBus, Unit: &parts.driveUnit}
-		parts.address.Drive = &parts.drive
-		out.Address = &parts.address
+		a := new(driveAddressParts)
+		a.unit = parts.unit
+		a.drive = libvirtxml.DomainAddressDrive{Controller: &a.controller, Bus: &a.bus, Unit: &a.unit}
+		a.address.Drive = &a.drive
+		out.Address = &a.address
 	}
 	if spec.Disk != nil && spec.Disk.PciAddress != "" {
 		if dev.bus != v1.DiskBusVirtio {
@@ -267,7 +271,7 @@ func (b *diskBuilder) disk(i int) (libvirtxml.DomainDisk, error) {
 		out.BlockIO = &parts.blockIO
 	}
 
-	if err := b.source(&out, parts, spec, dev, p); err != nil {
+	if err := c.diskSource(&out, parts, spec, dev, p); err != nil {
 		return out, err
 	}
 
@@ -332,9 +336,8 @@ type reservationLayout interface {
 	ReservationSocket() string
 }
 
-// source fills the host side of a disk from its volume.
-func (b *diskBuilder) source(out *libvirtxml.DomainDisk, parts *diskParts, spec *v1.Disk, dev diskDevice, p itemPath) error {
-	c := b.c
+// diskSource fills the host side of a disk from its volume.
+func (c *converter) diskSource(out *libvirtxml.DomainDisk, parts *diskParts, spec *v1.Disk, dev diskDevice, p itemPath) error {
 	index, ok := c.volumeIndex(spec.Name)
 	if !ok {
 		if dev.device != "cdrom" {
@@ -370,19 +373,17 @@ func (b *diskBuilder) source(out *libvirtxml.DomainDisk, parts *diskParts, spec 
 	out.Source = &parts.source
 	out.Driver.Type = src.Format
 	if src.BackingPath != "" {
+		b := new(backingParts)
 		if strings.HasPrefix(src.BackingPath, "/dev/") {
-			parts.backingBlock.Dev = src.BackingPath
-			parts.backingSource.Block = &parts.backingBlock
+			b.block.Dev = src.BackingPath
+			b.source.Block = &b.block
 		} else {
-			parts.backingFile.File = src.BackingPath
-			parts.backingSource.File = &parts.backingFile
+			b.file.File = src.BackingPath
+			b.source.File = &b.file
 		}
-		parts.backingFormat.Type = src.BackingFormat
-		parts.backingStore = libvirtxml.DomainDiskBackingStore{
-			Format: &parts.backingFormat,
-			Source: &parts.backingSource,
-		}
-		out.BackingStore = &parts.backingStore
+		b.format.Type = src.BackingFormat
+		b.store = libvirtxml.DomainDiskBackingStore{Format: &b.format, Source: &b.source}
+		out.BackingStore = &b.store
 	}
 	if dev.device == "cdrom" && discardOnCDROM(kind) {
 		out.Driver.Discard = "unmap"

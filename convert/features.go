@@ -28,13 +28,19 @@ const maxVendorIDLength = 12
 func (c *converter) features(d *libvirtxml.Domain) error {
 	p := c.parts
 	fl := &p.features
-	if f := c.spec.Domain.Features; f != nil {
+	f := c.spec.Domain.Features
+	dedicated := c.spec.Domain.CPU != nil && c.spec.Domain.CPU.DedicatedCPUPlacement
+	var more *featureParts
+	if dedicated || f != nil && (f.APIC != nil || smmEnabled(f) || f.KVM != nil || f.Pvspinlock != nil) {
+		more = new(featureParts)
+	}
+	if f != nil {
 		if optionalOn(f.ACPI.Enabled) {
 			fl.ACPI = &p.acpi
 		}
 		if a := f.APIC; a != nil {
 			if optionalOn(a.Enabled) {
-				fl.APIC = &p.apic
+				fl.APIC = &more.apic
 				if a.EndOfInterrupt {
 					fl.APIC.EOI = "on"
 				}
@@ -43,7 +49,7 @@ func (c *converter) features(d *libvirtxml.Domain) error {
 			}
 		}
 		if smmEnabled(f) {
-			fl.SMM = &p.smm
+			fl.SMM = &more.smm
 		}
 		hv, err := hyperv(f)
 		if err != nil {
@@ -51,29 +57,40 @@ func (c *converter) features(d *libvirtxml.Domain) error {
 		}
 		fl.HyperV = hv
 		if f.KVM != nil {
-			p.kvmHidden.State = boolOnOff(f.KVM.Hidden)
-			p.kvm.Hidden = &p.kvmHidden
-			fl.KVM = &p.kvm
+			more.kvmHidden.State = boolOnOff(f.KVM.Hidden)
+			more.kvm.Hidden = &more.kvmHidden
+			fl.KVM = &more.kvm
 		}
 		if s := f.Pvspinlock; s != nil {
-			p.pvSpinlock.State = boolOnOff(optionalOn(s.Enabled))
-			fl.PVSpinlock = &p.pvSpinlock
+			more.pvSpinlock.State = boolOnOff(optionalOn(s.Enabled))
+			fl.PVSpinlock = &more.pvSpinlock
 		}
 		// amd64 machines have a VMware I/O port unless told otherwise;
 		// KubeVirt turns it off.
 		p.vmPort.State = "off"
 		fl.VMPort = &p.vmPort
 	}
-	if cpu := c.spec.Domain.CPU; cpu != nil && cpu.DedicatedCPUPlacement {
+	if dedicated {
 		// Dedicated vCPUs never wait for a host CPU: tell the guest so.
-		p.kvmDedicated.State = "on"
-		p.kvm.HintDedicated = &p.kvmDedicated
-		fl.KVM = &p.kvm
+		more.kvmDedicated.State = "on"
+		more.kvm.HintDedicated = &more.kvmDedicated
+		fl.KVM = &more.kvm
 	}
 	if *fl != (libvirtxml.DomainFeatureList{}) {
 		d.Features = fl
 	}
 	return nil
+}
+
+// featureParts are the features only some VMIs have, but Hyper-V's,
+// allocated together when one of them is there.
+type featureParts struct {
+	apic         libvirtxml.DomainFeatureAPIC
+	smm          libvirtxml.DomainFeatureSMM
+	kvm          libvirtxml.DomainFeatureKVM
+	kvmHidden    libvirtxml.DomainFeatureState
+	kvmDedicated libvirtxml.DomainFeatureState
+	pvSpinlock   libvirtxml.DomainFeatureState
 }
 
 // smmEnabled tells whether the VMI asks for System Management Mode.

@@ -99,23 +99,20 @@ func (c *converter) interfaces(d *libvirtxml.Domain) error {
 
 // interfaceParts are what one interface points to. The interfaces area
 // allocates the parts of all the VMI's interfaces in one slice, one
-// interfaceParts per spec.domain.devices.interfaces entry.
+// interfaceParts per spec.domain.devices.interfaces entry; what only some
+// interfaces have (a libvirt network, a passt backend, an ACPI index, a
+// link state, virtio queues) is allocated for those alone.
 type interfaceParts struct {
 	alias    libvirtxml.DomainAlias
 	model    libvirtxml.DomainInterfaceModel
-	driver   libvirtxml.DomainInterfaceDriver
 	source   libvirtxml.DomainInterfaceSource
 	ethernet libvirtxml.DomainInterfaceSourceEthernet
 	user     libvirtxml.DomainInterfaceSourceUser
 	bridge   libvirtxml.DomainInterfaceSourceBridge
-	network  libvirtxml.DomainInterfaceSourceNetwork
 	target   libvirtxml.DomainInterfaceTarget
-	backend  libvirtxml.DomainInterfaceBackend
 	mac      libvirtxml.DomainInterfaceMAC
-	acpi     libvirtxml.DomainDeviceACPI
 	boot     libvirtxml.DomainDeviceBoot
 	rom      libvirtxml.DomainROM
-	link     libvirtxml.DomainInterfaceLink
 }
 
 // domainInterfaceOf checks one interface of the VMI and returns its
@@ -210,8 +207,7 @@ func (c *converter) domainInterface(path itemPath, iface *v1.Interface, network 
 	if model == v1.VirtIO {
 		parts.model.Type = c.virtioModel
 		if q := c.networkQueues(); q > 0 {
-			parts.driver = libvirtxml.DomainInterfaceDriver{Name: "vhost", Queues: q}
-			nic.Driver = &parts.driver
+			nic.Driver = &libvirtxml.DomainInterfaceDriver{Name: "vhost", Queues: q}
 		}
 	}
 	nic.Model = &parts.model
@@ -243,8 +239,7 @@ func (c *converter) domainInterface(path itemPath, iface *v1.Interface, network 
 		nic.Address = &libvirtxml.DomainAddress{PCI: addr}
 	}
 	if iface.ACPIIndex > 0 {
-		parts.acpi.Index = uint(iface.ACPIIndex)
-		nic.ACPI = &parts.acpi
+		nic.ACPI = &libvirtxml.DomainDeviceACPI{Index: uint(iface.ACPIIndex)}
 	}
 	if iface.BootOrder != nil {
 		parts.boot.Order = *iface.BootOrder
@@ -256,8 +251,7 @@ func (c *converter) domainInterface(path itemPath, iface *v1.Interface, network 
 	switch iface.State {
 	case "", v1.InterfaceStateLinkUp:
 	case v1.InterfaceStateLinkDown:
-		parts.link.State = "down"
-		nic.Link = &parts.link
+		nic.Link = &libvirtxml.DomainInterfaceLink{State: "down"}
 	default:
 		return nic, field.NotSupported(path.Child("state"), string(iface.State),
 			[]string{string(v1.InterfaceStateLinkUp), string(v1.InterfaceStateLinkDown), string(v1.InterfaceStateAbsent)})
@@ -293,8 +287,7 @@ func attach(nic *libvirtxml.DomainInterface, parts *interfaceParts, att Interfac
 		if att.Source == "" {
 			return fmt.Errorf("the layout attaches it to a libvirt network without naming one")
 		}
-		parts.network.Network = att.Source
-		src.Network = &parts.network
+		src.Network = &libvirtxml.DomainInterfaceSourceNetwork{Network: att.Source}
 	default:
 		return fmt.Errorf("the layout attaches it as %q; supported: ethernet, user, bridge, network", att.Type)
 	}
@@ -307,8 +300,7 @@ func attach(nic *libvirtxml.DomainInterface, parts *interfaceParts, att Interfac
 		if src.User == nil {
 			return fmt.Errorf("the layout sets backend %q on a %s attachment; backends are for user-mode networking", att.Backend, att.Type)
 		}
-		parts.backend.Type = att.Backend
-		nic.Backend = &parts.backend
+		nic.Backend = &libvirtxml.DomainInterfaceBackend{Type: att.Backend}
 	}
 	return nil
 }

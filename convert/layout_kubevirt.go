@@ -156,21 +156,23 @@ func (KubeVirtLayout) ReservationSocket() string { return kvPRHelperSocket }
 // the API server assigns; a VMI that has none (one read from a file) uses
 // its domain name instead, so that no path has an empty segment.
 func (KubeVirtLayout) Paths(vmi *v1.VirtualMachineInstance) Paths {
-	// The paths are slices of one string (text), one allocation.
 	const (
-		serialSocket = "/virt-serial0"
-		serialLog    = "/virt-serial0-log"
-		vncSocket    = "/virt-vnc"
-		nvramDir     = "/var/lib/libvirt/qemu/nvram/"
-		nvramFile    = "_VARS.fd"
-		kernelDir    = "/var/run/kubevirt/container-disks/kernel-boot/"
+		serialLog  = "/virt-serial0-log" // the serial socket's name is its start
+		vncSocket  = "/virt-vnc"
+		nvramDir   = "/var/lib/libvirt/qemu/nvram/"
+		nvramFile  = "_VARS.fd"
+		kernelDir  = "/var/run/kubevirt/container-disks/kernel-boot/"
+		socketName = len("/virt-serial0")
 	)
-	id, ns := string(vmi.UID), ""
-	if id == "" {
-		id, ns = vmi.Name, vmi.Namespace
+	// The folder is named after the uid, or else after the domain name,
+	// "<namespace>_<name>".
+	folder := []string{kvPrivate, "/", string(vmi.UID)}
+	if vmi.UID == "" {
+		ns := vmi.Namespace
 		if ns == "" {
 			ns = "default"
 		}
+		folder = []string{kvPrivate, "/", ns, "_", vmi.Name}
 	}
 	var kernel, initrd string
 	if kb := vmi.Spec.Domain.Firmware; kb != nil && kb.KernelBoot != nil && kb.KernelBoot.Container != nil {
@@ -181,20 +183,19 @@ func (KubeVirtLayout) Paths(vmi *v1.VirtualMachineInstance) Paths {
 			initrd = path.Base(c.InitrdPath)
 		}
 	}
+	// Every path is a slice of one string (text): one allocation.
 	var t text
-	t.b.Grow(len(kvPrivate) + 2 + len(ns) + len(id) + len(serialSocket) + len(serialLog) + len(vncSocket) +
-		len(nvramDir) + len(vmi.Name) + len(nvramFile) + 2*len(kernelDir) + len(kernel) + len(initrd))
-	// The folder is named after the uid, or else after the domain name
-	// ("<namespace>_<name>").
-	var dir string
-	if ns == "" {
-		dir = t.join(kvPrivate, "/", id)
-	} else {
-		dir = t.join(kvPrivate, "/", ns, "_", id)
+	dirLen := 0
+	for _, s := range folder {
+		dirLen += len(s)
 	}
+	t.b.Grow(2*dirLen + len(serialLog) + len(vncSocket) + len(nvramDir) + len(vmi.Name) + len(nvramFile) +
+		len(kernelDir) + len(kernel) + len(kernelDir) + len(initrd))
+	log := t.join(append(folder, serialLog)...)
+	dir := log[:dirLen]
 	p := Paths{
-		SerialSocket: t.join(dir, serialSocket),
-		SerialLog:    t.join(dir, serialLog),
+		SerialSocket: log[:dirLen+socketName],
+		SerialLog:    log,
 		VNCSocket:    t.join(dir, vncSocket),
 		NVRAM:        t.join(nvramDir, vmi.Name, nvramFile),
 	}

@@ -26,14 +26,12 @@ func (c *converter) os(d *libvirtxml.Domain) error {
 		o.Type.Machine = m.Type
 	}
 	if c.vmi.ShouldStartPaused() {
-		p.bootMenu = libvirtxml.DomainBootMenu{Enable: "yes", Timeout: bootMenuTimeout}
-		o.BootMenu = &p.bootMenu
+		o.BootMenu = &libvirtxml.DomainBootMenu{Enable: "yes", Timeout: bootMenuTimeout}
 	}
 	if fw := c.spec.Domain.Firmware; fw != nil {
-		for _, step := range []func(*converter, *v1.Firmware, *libvirtxml.DomainOS) error{
-			(*converter).efi, (*converter).bios, (*converter).kernelBoot, (*converter).acpiTables,
-		} {
-			if err := step(c, fw, o); err != nil {
+		// Each step fills its fields of o; the first refusal wins.
+		for _, err := range []error{c.efi(fw, o), c.bios(fw, o), c.kernelBoot(fw, o), c.acpiTables(fw, o)} {
+			if err != nil {
 				return err
 			}
 		}
@@ -69,10 +67,18 @@ func (c *converter) efi(fw *v1.Firmware, o *libvirtxml.DomainOS) error {
 	if c.paths.NVRAM == "" {
 		return field.Forbidden(efiPath, "the layout names no NVRAM file for the EFI variables")
 	}
-	c.parts.loader = libvirtxml.DomainLoader{Path: code, Readonly: "yes", Secure: boolYesNo(secure), Type: "pflash"}
-	c.parts.nvram = libvirtxml.DomainNVRam{NVRam: c.paths.NVRAM, Template: vars}
-	o.Loader, o.NVRam = &c.parts.loader, &c.parts.nvram
+	parts := new(efiParts)
+	parts.loader = libvirtxml.DomainLoader{Path: code, Readonly: "yes", Secure: boolYesNo(secure), Type: "pflash"}
+	parts.nvram = libvirtxml.DomainNVRam{NVRam: c.paths.NVRAM, Template: vars}
+	o.Loader, o.NVRam = &parts.loader, &parts.nvram
 	return nil
+}
+
+// efiParts are the firmware and variable store of an EFI guest,
+// allocated together.
+type efiParts struct {
+	loader libvirtxml.DomainLoader
+	nvram  libvirtxml.DomainNVRam
 }
 
 // bios writes the SeaBIOS options: useSerial sends its output to the serial

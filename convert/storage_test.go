@@ -38,14 +38,15 @@ func TestTargetNamerKeepsStatusTargets(t *testing.T) {
 	}
 	// b already runs as sda: a and d take the next free names.
 	vmi.Status.VolumeStatus = []v1.VolumeStatus{{Name: "b", Target: "sda"}}
-	b := diskBuilder{c: newConverter(vmi, Options{}), parts: make([]diskParts, len(vmi.Spec.Domain.Devices.Disks))}
+	c := newConverter(vmi, Options{})
+	b := diskBuilder{parts: make([]diskParts, len(vmi.Spec.Domain.Devices.Disks))}
 	type res struct {
 		name string
 		unit uint
 	}
 	got := []res{}
 	for i, d := range vmi.Spec.Domain.Devices.Disks {
-		b.name(i, diskBus(&d))
+		c.diskTarget(&b, i, diskBus(&d))
 		got = append(got, res{b.parts[i].target.Dev, b.parts[i].unit})
 	}
 	want := []res{{"sdb", 1}, {"sda", 0}, {"vda", 0}, {"sdc", 2}}
