@@ -194,7 +194,7 @@ func (c *converter) pinCPUs(d *libvirtxml.Domain, vcpus uint) error {
 // supplementalIOThreads returns the size of the VMI's supplemental IO
 // thread pool (0 unless ioThreadsPolicy is supplementalPool).
 func (c *converter) supplementalIOThreads() uint {
-	dom := c.spec.Domain
+	dom := &c.spec.Domain
 	if dom.IOThreadsPolicy == nil || *dom.IOThreadsPolicy != v1.IOThreadsPolicySupplementalPool ||
 		dom.IOThreads == nil || dom.IOThreads.SupplementalPoolThreadCount == nil {
 		return 0

@@ -80,7 +80,8 @@ func (c *converter) volumeIndex(name string) (int, bool) {
 // diskParts are what one disk points to. The disks area allocates the
 // parts of all the VMI's disks in one slice, one diskParts per
 // spec.domain.devices.disks entry; what only some disks have (a backing
-// store, a SCSI address) is allocated for those disks alone.
+// store, a SCSI address, a block device) is allocated for those disks
+// alone.
 type diskParts struct {
 	target libvirtxml.DomainDiskTarget
 	// unit is the index of the target's name in its prefix's sequence
@@ -93,10 +94,8 @@ type diskParts struct {
 	readOnly  libvirtxml.DomainDiskReadOnly
 	shareable libvirtxml.DomainDiskShareable
 	boot      libvirtxml.DomainDeviceBoot
-	blockIO   libvirtxml.DomainDiskBlockIO
 	source    libvirtxml.DomainDiskSource
 	file      libvirtxml.DomainDiskSourceFile
-	block     libvirtxml.DomainDiskSourceBlock
 }
 
 // driveAddressParts are a SCSI disk's address, unit <unit> of bus 0 of
@@ -264,11 +263,10 @@ func (c *converter) disk(b *diskBuilder, i int) (libvirtxml.DomainDisk, error) {
 		out.Boot = &parts.boot
 	}
 	if bs := spec.BlockSize; bs != nil && bs.Custom != nil {
-		parts.blockIO = libvirtxml.DomainDiskBlockIO{
+		out.BlockIO = &libvirtxml.DomainDiskBlockIO{
 			LogicalBlockSize:  bs.Custom.Logical,
 			PhysicalBlockSize: bs.Custom.Physical,
 		}
-		out.BlockIO = &parts.blockIO
 	}
 
 	if err := c.diskSource(&out, parts, spec, dev, p); err != nil {
@@ -344,7 +342,7 @@ func (c *converter) diskSource(out *libvirtxml.DomainDisk, parts *diskParts, spe
 			return field.NotFound(p.Child("name"), spec.Name)
 		}
 		// A CD-ROM without a volume is an empty drive.
-		parts.source.Block = &parts.block
+		parts.source.Block = &libvirtxml.DomainDiskSourceBlock{}
 		out.Source = &parts.source
 		out.Driver.Type = "raw"
 		out.Driver.Discard = "unmap"
@@ -365,8 +363,7 @@ func (c *converter) diskSource(out *libvirtxml.DomainDisk, parts *diskParts, spe
 		parts.file.File = src.Path
 		parts.source.File = &parts.file
 	case "block":
-		parts.block.Dev = src.Path
-		parts.source.Block = &parts.block
+		parts.source.Block = &libvirtxml.DomainDiskSourceBlock{Dev: src.Path}
 	default:
 		return fmt.Errorf("convert: layout gave volume %q the disk type %q; want file or block", vol.Name, src.Type)
 	}

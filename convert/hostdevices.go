@@ -39,7 +39,10 @@ const (
 // Each needs an entry in Options.HostDevices under its
 // name; without one it is refused with an error naming the spec field.
 func (c *converter) hostDevices(d *libvirtxml.Domain) error {
-	devs := c.spec.Domain.Devices
+	devs := &c.spec.Domain.Devices
+	if len(devs.HostDevices) == 0 && len(devs.GPUs) == 0 && !c.hasSRIOVInterface() {
+		return nil
+	}
 
 	var probs problems
 	// spec.domain.devices.hostDevices
@@ -125,6 +128,16 @@ func (c *converter) hostDevices(d *libvirtxml.Domain) error {
 		d.Devices.Hostdevs = append(d.Devices.Hostdevs, group...)
 	}
 	return probs.err()
+}
+
+// hasSRIOVInterface tells whether an interface of the VMI is SR-IOV.
+func (c *converter) hasSRIOVInterface() bool {
+	for i := range c.spec.Domain.Devices.Interfaces {
+		if c.spec.Domain.Devices.Interfaces[i].SRIOV != nil {
+			return true
+		}
+	}
+	return false
 }
 
 // gpuHostdevs converts spec.domain.devices.gpus: PCI passthrough GPUs and

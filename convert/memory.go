@@ -41,8 +41,7 @@ func (c *converter) memory(d *libvirtxml.Domain) error {
 		// KubeVirt writes slots="0": memory is hotplugged as a virtio-mem
 		// device, not as DIMMs. libvirtxml leaves a zero slot count out;
 		// domain.Marshal writes it back.
-		c.parts.maxMemory = libvirtxml.DomainMaxMemory{Value: uint(maxSize), Unit: "b"}
-		d.MaximumMemory = &c.parts.maxMemory
+		d.MaximumMemory = &libvirtxml.DomainMaxMemory{Value: uint(maxSize), Unit: "b"}
 	}
 	return c.memoryBacking(d)
 }
