@@ -16,9 +16,11 @@ func (c *converter) balloon(d *libvirtxml.Domain) error {
 		d.Devices.MemBalloon = &libvirtxml.DomainMemBalloon{Model: "none"}
 		return nil
 	}
-	b := &libvirtxml.DomainMemBalloon{Model: c.virtioModel, FreePageReporting: "off"}
+	b := &c.parts.memBalloon
+	*b = libvirtxml.DomainMemBalloon{Model: c.virtioModel, FreePageReporting: "off"}
 	if p := c.opts.MemBalloonStatsPeriod; p != 0 {
-		b.Stats = &libvirtxml.DomainMemBalloonStats{Period: p}
+		c.parts.memBalloonStats.Period = p
+		b.Stats = &c.parts.memBalloonStats
 	}
 	if c.opts.FreePageReporting && !c.vmi.IsHighPerformanceVMI() &&
 		c.vmi.Annotations[v1.FreePageReportingDisabledAnnotation] != "true" {

@@ -25,12 +25,12 @@ func (c *converter) channels(d *libvirtxml.Domain) error {
 	if switchedOn(devs.AutoattachVSOCK) {
 		d.Devices.VSock = c.vsock()
 	}
-	d.Devices.Channels = append(d.Devices.Channels, libvirtxml.DomainChannel{
-		Source: &libvirtxml.DomainChardevSource{UNIX: &libvirtxml.DomainChardevSourceUNIX{}},
-		Target: &libvirtxml.DomainChannelTarget{
-			VirtIO: &libvirtxml.DomainChannelTargetVirtIO{Name: guestAgentChannel},
-		},
-	})
+	p := c.parts
+	p.agentSource.UNIX = &p.agentUNIX
+	p.agentVirtIO.Name = guestAgentChannel
+	p.agentTarget.VirtIO = &p.agentVirtIO
+	p.channels[0] = libvirtxml.DomainChannel{Source: &p.agentSource, Target: &p.agentTarget}
+	d.Devices.Channels = p.channels[:]
 	return nil
 }
 

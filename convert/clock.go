@@ -14,9 +14,14 @@ import (
 // frequency (an invtsc CPU feature, or Hyper-V re-enlightenment) gets a tsc
 // timer with the frequency of status.topologyHints, as in KubeVirt.
 func (c *converter) clock(d *libvirtxml.Domain) error {
-	var clk *libvirtxml.DomainClock
-	if src := c.spec.Domain.Clock; src != nil {
-		clk = &libvirtxml.DomainClock{}
+	freq, tsc := c.tscFrequency()
+	src := c.spec.Domain.Clock
+	if src == nil && !tsc {
+		return nil
+	}
+	parts := new(clockParts)
+	clk := &parts.clock
+	if src != nil {
 		switch {
 		case src.UTC != nil:
 			clk.Offset = "utc"
@@ -29,12 +34,12 @@ func (c *converter) clock(d *libvirtxml.Domain) error {
 			clk.TimeZone = string(*src.Timezone)
 		}
 		if t := src.Timer; t != nil {
-			clk.Timer = timers(t)
+			clk.Timer = timers(parts.timers[:0], t)
 		}
 	}
-	if freq, ok := c.tscFrequency(); ok {
-		if clk == nil {
-			clk = &libvirtxml.DomainClock{}
+	if tsc {
+		if clk.Timer == nil {
+			clk.Timer = parts.timers[:0]
 		}
 		clk.Timer = append(clk.Timer, libvirtxml.DomainTimer{Name: "tsc", Frequency: uint64(freq)})
 	}
@@ -42,9 +47,15 @@ func (c *converter) clock(d *libvirtxml.Domain) error {
 	return nil
 }
 
-// timers returns the <timer> elements of spec.domain.clock.timer.
-func timers(t *v1.Timer) []libvirtxml.DomainTimer {
-	var out []libvirtxml.DomainTimer
+// clockParts are the <clock> element and its timers, allocated together.
+type clockParts struct {
+	clock  libvirtxml.DomainClock
+	timers [6]libvirtxml.DomainTimer // rtc, pit, kvmclock, hpet, hypervclock, tsc
+}
+
+// timers appends to out the <timer> elements of spec.domain.clock.timer
+// (nil when there are none).
+func timers(out []libvirtxml.DomainTimer, t *v1.Timer) []libvirtxml.DomainTimer {
 	if r := t.RTC; r != nil {
 		out = append(out, libvirtxml.DomainTimer{Name: "rtc", TickPolicy: string(r.TickPolicy), Track: string(r.Track), Present: boolYesNo(optionalOn(r.Enabled))})
 	}
@@ -59,6 +70,9 @@ func timers(t *v1.Timer) []libvirtxml.DomainTimer {
 	}
 	if h := t.Hyperv; h != nil {
 		out = append(out, libvirtxml.DomainTimer{Name: "hypervclock", Present: boolYesNo(optionalOn(h.Enabled))})
+	}
+	if len(out) == 0 {
+		return nil
 	}
 	return out
 }

@@ -13,7 +13,7 @@ func (c *converter) console(d *libvirtxml.Domain) error {
 	if switchedOff(devs.AutoattachSerialConsole) {
 		return nil
 	}
-	p := new(consoleParts)
+	p := &c.parts.console
 	p.serialTarget.Port = &p.serialPort
 	p.unix = libvirtxml.DomainChardevSourceUNIX{Mode: "bind", Path: c.paths.SerialSocket}
 	p.serialSource.UNIX = &p.unix
@@ -26,25 +26,12 @@ func (c *converter) console(d *libvirtxml.Domain) error {
 		p.log = libvirtxml.DomainChardevLog{File: c.paths.SerialLog, Append: "on"}
 		serial.Log = &p.log
 	}
-	d.Devices.Serials = append(d.Devices.Serials, serial)
+	d.Devices.Serials = append(c.parts.serials[:0], serial)
 	p.consoleSource.Pty = &p.pty
 	p.consoleTarget = libvirtxml.DomainConsoleTarget{Type: "serial", Port: &p.consolePort}
-	d.Devices.Consoles = append(d.Devices.Consoles, libvirtxml.DomainConsole{
+	d.Devices.Consoles = append(c.parts.consoles[:0], libvirtxml.DomainConsole{
 		Source: &p.consoleSource,
 		Target: &p.consoleTarget,
 	})
 	return nil
-}
-
-// consoleParts are what the serial port and the console point to,
-// allocated together.
-type consoleParts struct {
-	serialPort, consolePort uint
-	serialTarget            libvirtxml.DomainSerialTarget
-	serialSource            libvirtxml.DomainChardevSource
-	unix                    libvirtxml.DomainChardevSourceUNIX
-	log                     libvirtxml.DomainChardevLog
-	consoleSource           libvirtxml.DomainChardevSource
-	pty                     libvirtxml.DomainChardevSourcePty
-	consoleTarget           libvirtxml.DomainConsoleTarget
 }

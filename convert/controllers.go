@@ -15,35 +15,37 @@ import (
 // when the serial console is auto-attached.
 func (c *converter) controllers(d *libvirtxml.Domain) error {
 	devs := &c.spec.Domain.Devices
+	p := c.parts
+	list := p.controllers[:0] // room for three; a fourth moves the list
 	usb := "none"
 	if c.needsUSB() {
 		usb = "qemu-xhci"
 	}
-	d.Devices.Controllers = append(d.Devices.Controllers, controller("usb", usb))
+	list = append(list, libvirtxml.DomainController{Type: "usb", Model: usb})
 
 	if c.needsSCSIController() {
-		scsi := controller("scsi", c.virtioModel)
-		scsi.Driver = c.scsiControllerDriver()
-		d.Devices.Controllers = append(d.Devices.Controllers, scsi)
+		list = append(list, libvirtxml.DomainController{Type: "scsi", Model: c.virtioModel, Driver: c.scsiControllerDriver()})
 	}
 
 	if strings.EqualFold(c.vmi.Annotations[v1.DisablePCIHole64], "true") {
-		root := controller("pci", "pcie-root")
-		root.PCI = &libvirtxml.DomainControllerPCI{
+		list = append(list, libvirtxml.DomainController{Type: "pci", Model: "pcie-root", PCI: &libvirtxml.DomainControllerPCI{
 			Hole64: &libvirtxml.DomainControllerPCIHole64{Size: 0, Unit: "KiB"},
-		}
-		d.Devices.Controllers = append(d.Devices.Controllers, root)
+		}})
 	}
 
 	if devs.AutoattachSerialConsole == nil || *devs.AutoattachSerialConsole {
-		d.Devices.Controllers = append(d.Devices.Controllers, controller("virtio-serial", c.virtioModel))
+		list = append(list, libvirtxml.DomainController{Type: "virtio-serial", Model: c.virtioModel})
 	}
+	// Every controller has index 0, each in a field of its own.
+	indexes := p.controllerIndex[:]
+	if len(list) > len(indexes) {
+		indexes = make([]uint, len(list))
+	}
+	for i := range list {
+		list[i].Index = &indexes[i]
+	}
+	d.Devices.Controllers = list
 	return nil
-}
-
-func controller(kind, model string) libvirtxml.DomainController {
-	index := uint(0)
-	return libvirtxml.DomainController{Type: kind, Index: &index, Model: model}
 }
 
 // needsUSB tells whether the guest needs a USB controller: for what the
@@ -90,8 +92,8 @@ func (c *converter) scsiControllerDriver() *libvirtxml.DomainControllerDriver {
 			wanted = true
 		}
 	}
-	plan, err := c.ioThreadPlan()
-	if !wanted || err != nil || plan.shared == 0 {
+	plan := c.ioThreads
+	if !wanted || c.ioThreadsErr != nil || plan.shared == 0 {
 		return nil
 	}
 	thread := uint(1)

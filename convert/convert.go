@@ -18,8 +18,40 @@ type converter struct {
 	// virtioModel is the model of virtio devices: "virtio-non-transitional",
 	// or "virtio-transitional" when the VMI asks for transitional devices.
 	virtioModel string
+	// ioThreads is how the disks share IO threads (or why the VMI's
+	// IO-thread settings are refused), planned once for the iothreads,
+	// disks and controllers areas.
+	ioThreads    ioThreadPlan
+	ioThreadsErr error
+	// parts are the domain and its parts that nearly every VMI has,
+	// allocated together (parts.go).
+	parts *domainParts
+	// text holds the strings the areas build (text.go).
+	text text
 	// errs are the problems found so far (refuse).
 	errs field.ErrorList
+	// fatal is the error that ended the conversion (next).
+	fatal error
+}
+
+// start prepares the conversion of vmi: the facts every area shares are
+// worked out once, and the domain's common parts are allocated.
+func (c *converter) start(vmi *v1.VirtualMachineInstance, opts Options) {
+	*c = converter{
+		vmi:         vmi,
+		spec:        &vmi.Spec,
+		opts:        opts,
+		virtioModel: "virtio-non-transitional",
+		parts:       new(domainParts),
+	}
+	if opts.Layout != nil {
+		c.paths = opts.Layout.Paths(vmi)
+	}
+	if t := vmi.Spec.Domain.Devices.UseVirtioTransitional; t != nil && *t {
+		c.virtioModel = "virtio-transitional"
+	}
+	c.ioThreads, c.ioThreadsErr = c.ioThreadPlan()
+	c.text.b.Grow(textSize(vmi))
 }
 
 // Convert turns a VMI into a libvirt domain. The VMI should have been
@@ -34,57 +66,47 @@ func Convert(vmi *v1.VirtualMachineInstance, opts Options) (*libvirtxml.Domain, 
 	if opts.Layout == nil {
 		return nil, fmt.Errorf("convert: Options.Layout is required")
 	}
-	c := &converter{
-		vmi:         vmi,
-		spec:        &vmi.Spec,
-		opts:        opts,
-		paths:       opts.Layout.Paths(vmi),
-		virtioModel: "virtio-non-transitional",
-	}
-	if t := vmi.Spec.Domain.Devices.UseVirtioTransitional; t != nil && *t {
-		c.virtioModel = "virtio-transitional"
-	}
+	// The converter lives on Convert's stack: the areas are called one by
+	// one, not through a table of functions, which would move it to the
+	// heap.
+	var c converter
+	c.start(vmi, opts)
 	domainType := opts.DomainType
 	if domainType == "" {
 		domainType = "kvm"
 	}
-	d := &libvirtxml.Domain{
-		Type:    domainType,
-		Name:    DomainName(vmi),
-		Devices: &libvirtxml.DomainDeviceList{},
-	}
-	// Each area fills its part of the domain, in the order of this table.
-	for _, area := range []func(*converter, *libvirtxml.Domain) error{
-		(*converter).unsupported,
-		(*converter).identity,
-		(*converter).memory,
-		(*converter).cpu,
-		(*converter).iothreads,
-		(*converter).sysinfo,
-		(*converter).os,
-		(*converter).features,
-		(*converter).clock,
-		(*converter).lifecycle,
-		(*converter).disks,
-		(*converter).controllers,
-		(*converter).interfaces,
-		(*converter).hostDevices,
-		(*converter).inputs,
-		(*converter).graphics,
-		(*converter).console,
-		(*converter).channels,
-		(*converter).balloon,
-		(*converter).rng,
-		(*converter).watchdog,
-		(*converter).tpm,
-		(*converter).sound,
-		(*converter).rootComplex,
-	} {
-		if err := area(c, d); err != nil {
-			if err := c.refuse(err); err != nil {
-				return nil, err
-			}
-		}
+	d := &c.parts.domain
+	d.Type = domainType
+	d.Name = c.domainName()
+	d.Devices = &c.parts.devices
+	// Each area fills its part of the domain, in this order. A refusal is
+	// recorded and the next area runs; any other error ends the
+	// conversion (next).
+	if !(c.next(c.unsupported(d)) &&
+		c.next(c.identity(d)) &&
+		c.next(c.memory(d)) &&
+		c.next(c.cpu(d)) &&
+		c.next(c.iothreads(d)) &&
+		c.next(c.sysinfo(d)) &&
+		c.next(c.os(d)) &&
+		c.next(c.features(d)) &&
+		c.next(c.clock(d)) &&
+		c.next(c.lifecycle(d)) &&
+		c.next(c.disks(d)) &&
+		c.next(c.controllers(d)) &&
+		c.next(c.interfaces(d)) &&
+		c.next(c.hostDevices(d)) &&
+		c.next(c.inputs(d)) &&
+		c.next(c.graphics(d)) &&
+		c.next(c.console(d)) &&
+		c.next(c.channels(d)) &&
+		c.next(c.balloon(d)) &&
+		c.next(c.rng(d)) &&
+		c.next(c.watchdog(d)) &&
+		c.next(c.tpm(d)) &&
+		c.next(c.sound(d)) &&
+		c.next(c.rootComplex(d))) {
+		return nil, c.fatal
 	}
 	if len(c.errs) > 0 {
 		return nil, &Error{Errs: c.errs}
@@ -102,12 +124,36 @@ func DomainName(vmi *v1.VirtualMachineInstance) string {
 	return ns + "_" + vmi.Name
 }
 
+// domainName is DomainName, in the converter's text.
+func (c *converter) domainName() string {
+	ns := c.vmi.Namespace
+	if ns == "" {
+		ns = "default"
+	}
+	return c.text.join(ns, "_", c.vmi.Name)
+}
+
 // identity sets the domain uuid from spec.domain.firmware.uuid.
 func (c *converter) identity(d *libvirtxml.Domain) error {
 	if fw := c.spec.Domain.Firmware; fw != nil && fw.UUID != "" {
 		d.UUID = string(fw.UUID)
 	}
 	return nil
+}
+
+// itemPath is the field path of one item of a list
+// (spec.domain.devices.disks[2]), made only when an error names it.
+type itemPath struct {
+	list  *field.Path
+	index int
+}
+
+// path returns the item's path.
+func (p itemPath) path() *field.Path { return p.list.Index(p.index) }
+
+// Child returns the path of a field of the item, as field.Path's Child.
+func (p itemPath) Child(name string, moreNames ...string) *field.Path {
+	return p.path().Child(name, moreNames...)
 }
 
 // The field paths the areas name in their errors, made once: a path is

@@ -31,7 +31,7 @@ func (c *converter) cpu(d *libvirtxml.Domain) error {
 	}
 	t := c.cpuTopology()
 	booted := t.count()
-	cpu := &libvirtxml.DomainCPU{}
+	cpu := &c.parts.cpu
 	if spec != nil && spec.MaxSockets != 0 {
 		if uint(spec.MaxSockets) < t.sockets {
 			return field.Invalid(cpuPath.Child("maxSockets"), spec.MaxSockets, fmt.Sprintf("must not be less than sockets (%d)", t.sockets))
@@ -52,8 +52,10 @@ func (c *converter) cpu(d *libvirtxml.Domain) error {
 		}
 		d.VCPUs = vcpus
 	}
-	cpu.Topology = &libvirtxml.DomainCPUTopology{Sockets: int(t.sockets), Cores: int(t.cores), Threads: int(t.threads)}
-	d.VCPU = &libvirtxml.DomainVCPU{Placement: "static", Value: t.count()}
+	c.parts.topology = libvirtxml.DomainCPUTopology{Sockets: int(t.sockets), Cores: int(t.cores), Threads: int(t.threads)}
+	cpu.Topology = &c.parts.topology
+	c.parts.vcpu = libvirtxml.DomainVCPU{Placement: "static", Value: t.count()}
+	d.VCPU = &c.parts.vcpu
 
 	c.cpuModel(cpu)
 	if err := c.cpuNUMA(cpu, t.count()); err != nil {
@@ -92,6 +94,9 @@ func (c *converter) cpuModel(cpu *libvirtxml.DomainCPU) {
 	if spec == nil {
 		return
 	}
+	if n := len(spec.Features); n > 0 || cpu.Mode == "custom" {
+		cpu.Features = make([]libvirtxml.DomainCPUFeature, 0, n+1)
+	}
 	hasMPX := false
 	for _, f := range spec.Features {
 		policy := f.Policy
@@ -113,22 +118,31 @@ func (c *converter) cpuNUMA(cpu *libvirtxml.DomainCPU, vcpus uint) error {
 	if !c.memfdRequired() {
 		return nil
 	}
-	guest, guestPath := c.guestMemory()
-	if guest == nil {
+	guest, from, ok := c.guestMemory()
+	if !ok {
 		return nil // the memory area says what is missing
 	}
-	size, err := memoryBytes(*guest, guestPath)
+	size, err := memoryBytes(guest, from)
 	if err != nil {
 		return err
 	}
-	id := uint(0)
-	cpu.Numa = &libvirtxml.DomainNuma{Cell: []libvirtxml.DomainCell{{
-		ID:     &id,
-		CPUs:   fmt.Sprintf("0-%d", vcpus-1),
+	numa := new(numaParts)
+	numa.cells[0] = libvirtxml.DomainCell{
+		ID:     &numa.cellID,
+		CPUs:   c.text.join("0-", c.text.decimal(uint64(vcpus-1))),
 		Memory: uint(size / 1024),
 		Unit:   "KiB",
-	}}}
+	}
+	numa.numa.Cell = numa.cells[:]
+	cpu.Numa = &numa.numa
 	return nil
+}
+
+// numaParts are the guest's one NUMA cell and what it points to.
+type numaParts struct {
+	numa   libvirtxml.DomainNuma
+	cells  [1]libvirtxml.DomainCell
+	cellID uint
 }
 
 // pinCPUs pins each booted vCPU to its own host CPU of Options.CPUSet, in
@@ -180,7 +194,7 @@ func (c *converter) pinCPUs(d *libvirtxml.Domain, vcpus uint) error {
 // supplementalIOThreads returns the size of the VMI's supplemental IO
 // thread pool (0 unless ioThreadsPolicy is supplementalPool).
 func (c *converter) supplementalIOThreads() uint {
-	dom := c.spec.Domain
+	dom := &c.spec.Domain
 	if dom.IOThreadsPolicy == nil || *dom.IOThreadsPolicy != v1.IOThreadsPolicySupplementalPool ||
 		dom.IOThreads == nil || dom.IOThreads.SupplementalPoolThreadCount == nil {
 		return 0

@@ -25,6 +25,13 @@ func computeVMI(cpu *v1.CPU) *v1.VirtualMachineInstance {
 	}
 }
 
+// newConverter starts a converter as Convert does.
+func newConverter(vmi *v1.VirtualMachineInstance, opts Options) *converter {
+	c := new(converter)
+	c.start(vmi, opts)
+	return c
+}
+
 // runArea runs the given areas of a converter over vmi with
 // KubeVirtOptions changed by edit.
 func runArea(t *testing.T, vmi *v1.VirtualMachineInstance, edit func(*Options), areas ...func(*converter, *libvirtxml.Domain) error) (*libvirtxml.Domain, *converter, error) {
@@ -33,7 +40,7 @@ func runArea(t *testing.T, vmi *v1.VirtualMachineInstance, edit func(*Options), 
 	if edit != nil {
 		edit(&opts)
 	}
-	c := &converter{vmi: vmi, spec: &vmi.Spec, opts: opts, paths: opts.Layout.Paths(vmi)}
+	c := newConverter(vmi, opts)
 	d := &libvirtxml.Domain{}
 	for _, a := range areas {
 		if err := a(c, d); err != nil {

@@ -1,91 +1,147 @@
 package convert
 
-import v1 "kubevirt.io/api/core/v1"
+import (
+	"strings"
 
-// busPrefix is the target name prefix of each disk bus, as KubeVirt names
+	v1 "kubevirt.io/api/core/v1"
+)
+
+// targetPrefix is the target name prefix of a disk bus, as KubeVirt names
 // them: virtio disks are vda, vdb…; SATA, SCSI and USB disks share one
-// sequence sda, sdb….
-var busPrefix = map[v1.DiskBus]string{
-	v1.DiskBusVirtio: "vd",
-	v1.DiskBusSATA:   "sd",
-	v1.DiskBusSCSI:   "sd",
-	v1.DiskBusUSB:    "sd",
+// sequence sda, sdb…. ok is false for a bus KubeVirt does not know.
+func targetPrefix(bus v1.DiskBus) (prefix string, ok bool) {
+	switch bus {
+	case v1.DiskBusVirtio:
+		return "vd", true
+	case v1.DiskBusSATA, v1.DiskBusSCSI, v1.DiskBusUSB:
+		return "sd", true
+	}
+	return "", false
 }
 
-// targetNamer hands out disk target names in KubeVirt's order: names a disk
-// already has (spec order does not matter for those: they come from
-// status.volumeStatus[].target) are kept, and every other disk gets the
-// lowest free name of its prefix, in spec order.
+// maxTargetNames is how many names a prefix has: 26 + 26² + 26³, as many
+// as KubeVirt tries.
+const maxTargetNames = 26 + 26*26 + 26*26*26
+
+// targetNamer hands out the free target names of each prefix in order:
+// every name before next is taken (by an earlier disk, or by
+// status.volumeStatus).
 type targetNamer struct {
-	byDisk map[string]string          // disk name -> target already decided
-	used   map[string]map[string]bool // prefix -> target names taken
+	nextVD, nextSD int
 }
 
-// newTargetNamer reserves the targets that status.volumeStatus records for
-// the VMI's disks.
-func newTargetNamer(vmi *v1.VirtualMachineInstance) *targetNamer {
-	n := &targetNamer{byDisk: map[string]string{}, used: map[string]map[string]bool{}}
-	known := map[string]string{}
-	for _, vs := range vmi.Status.VolumeStatus {
-		if vs.Target != "" {
-			known[vs.Name] = vs.Target
+// diskTarget gives disk i its target name in KubeVirt's order, in b.parts[i]
+// (target.Dev, and unit: the name's index in its prefix's sequence, sda
+// is 0, sdb 1…, which is also the unit of a SCSI disk on the VMI's one
+// SCSI controller). A name status.volumeStatus records for the disk's
+// name is kept (spec order does not matter for those); a disk named like
+// an earlier one gets that disk's target; every other disk gets the
+// lowest free name of its prefix, in spec order. When all are taken, the
+// name is empty.
+func (c *converter) diskTarget(b *diskBuilder, i int, bus v1.DiskBus) {
+	disks := c.spec.Domain.Devices.Disks
+	name := disks[i].Name
+	prefix, _ := targetPrefix(bus)
+	parts := &b.parts[i]
+	if t, ok := statusTarget(c.vmi, name); ok {
+		parts.target.Dev, parts.unit = t, targetIndex(prefix, t)
+		return
+	}
+	for j := range i {
+		if disks[j].Name == name && b.parts[j].target.Dev != "" {
+			t := b.parts[j].target.Dev
+			parts.target.Dev, parts.unit = t, targetIndex(prefix, t)
+			return
 		}
 	}
-	for _, disk := range vmi.Spec.Domain.Devices.Disks {
-		prefix, ok := busPrefix[diskBus(&disk)]
-		if !ok {
+	next := &b.names.nextVD
+	if prefix == "sd" {
+		next = &b.names.nextSD
+	}
+	for ; *next < maxTargetNames; *next++ {
+		if t := targetName(prefix, *next); !c.targetReserved(prefix, t) {
+			parts.target.Dev, parts.unit = t, uint(*next)
+			*next++
+			return
+		}
+	}
+}
+
+// statusTarget returns the target status.volumeStatus records for a disk
+// (the last entry of that name that has one).
+func statusTarget(vmi *v1.VirtualMachineInstance, disk string) (string, bool) {
+	statuses := vmi.Status.VolumeStatus
+	for i := len(statuses) - 1; i >= 0; i-- {
+		if statuses[i].Name == disk && statuses[i].Target != "" {
+			return statuses[i].Target, true
+		}
+	}
+	return "", false
+}
+
+// targetReserved tells whether status.volumeStatus keeps the target name
+// for a disk whose bus has this prefix.
+func (c *converter) targetReserved(prefix, name string) bool {
+	if len(c.vmi.Status.VolumeStatus) == 0 {
+		return false
+	}
+	disks := c.spec.Domain.Devices.Disks
+	for k := range disks {
+		p, ok := targetPrefix(diskBus(&disks[k]))
+		if !ok || p != prefix {
 			continue
 		}
-		if t, ok := known[disk.Name]; ok {
-			n.byDisk[disk.Name] = t
-			n.take(prefix, t)
+		if t, ok := statusTarget(c.vmi, disks[k].Name); ok && t == name {
+			return true
 		}
 	}
-	return n
+	return false
 }
 
-func (n *targetNamer) take(prefix, name string) {
-	if n.used[prefix] == nil {
-		n.used[prefix] = map[string]bool{}
-	}
-	n.used[prefix][name] = true
-}
+// The first 26 names of each prefix, vda…vdz and sda…sdz, made once.
+var vdNames, sdNames = firstNames("vd"), firstNames("sd")
 
-// name returns the target name of a disk on bus and its index in its
-// prefix's sequence (sda is 0, sdb 1…), which is also the unit of a SCSI
-// disk on the VMI's one SCSI controller.
-func (n *targetNamer) name(disk string, bus v1.DiskBus) (string, uint) {
-	prefix := busPrefix[bus]
-	// 26 + 26² + 26³ names per prefix, as many as KubeVirt tries.
-	const limit = 26 + 26*26 + 26*26*26
-	if t, ok := n.byDisk[disk]; ok {
-		for i := range limit {
-			if targetName(prefix, i) == t {
-				return t, uint(i)
-			}
-		}
-		return t, 0
+func firstNames(prefix string) [26]string {
+	var names [26]string
+	for i := range names {
+		names[i] = prefix + string(rune('a'+i))
 	}
-	for i := range limit {
-		t := targetName(prefix, i)
-		if !n.used[prefix][t] {
-			n.take(prefix, t)
-			n.byDisk[disk] = t
-			return t, uint(i)
-		}
-	}
-	return "", 0
+	return names
 }
 
 // targetName is the index-th name of a prefix in the kernel's sd naming:
 // a…z, aa…az, ba…, zz, aaa….
 func targetName(prefix string, index int) string {
+	switch {
+	case index < 26 && prefix == "vd":
+		return vdNames[index]
+	case index < 26 && prefix == "sd":
+		return sdNames[index]
+	}
 	var letters []byte
 	for index >= 0 {
 		letters = append([]byte{byte('a' + index%26)}, letters...)
 		index = index/26 - 1
 	}
 	return prefix + string(letters)
+}
+
+// targetIndex is the index of a name in its prefix's sequence (targetName
+// backwards), or 0 when the name is not one of the prefix's.
+func targetIndex(prefix, name string) uint {
+	letters, ok := strings.CutPrefix(name, prefix)
+	if !ok || len(letters) == 0 || len(letters) > 3 {
+		return 0
+	}
+	n := 0
+	for i := range len(letters) {
+		l := letters[i]
+		if l < 'a' || l > 'z' {
+			return 0
+		}
+		n = n*26 + int(l-'a') + 1
+	}
+	return uint(n - 1)
 }
 
 // diskBus returns the bus of whichever device kind the disk has.

@@ -18,69 +18,109 @@ import (
 // side of its volume from the Layout. Every volume must be used by a disk
 // (api.Default adds a disk for each volume without one).
 func (c *converter) disks(d *libvirtxml.Domain) error {
-	plan, err := c.ioThreadPlan()
-	if err != nil {
-		return err
+	if c.ioThreadsErr != nil {
+		return c.ioThreadsErr
 	}
-	b := &diskBuilder{
-		c:       c,
-		threads: newIOThreadAssigner(plan),
-		names:   newTargetNamer(c.vmi),
-		volumes: map[string]int{},
+	specDisks := c.spec.Domain.Devices.Disks
+	b := diskBuilder{
+		threads: newIOThreadAssigner(c.ioThreads),
+		parts:   make([]diskParts, len(specDisks)),
 	}
-	for i := range c.spec.Volumes {
-		if _, dup := b.volumes[c.spec.Volumes[i].Name]; !dup {
-			b.volumes[c.spec.Volumes[i].Name] = i
-		}
+	if len(specDisks) > 0 {
+		d.Devices.Disks = make([]libvirtxml.DomainDisk, 0, len(specDisks))
 	}
 	var probs problems
-	used := map[string]bool{}
-	// A filesystem's volume is used too (filesystems are refused by the
-	// unsupported area; its volume is not a second problem).
-	for _, fs := range c.spec.Domain.Devices.Filesystems {
-		used[fs.Name] = true
-	}
-	for i := range c.spec.Domain.Devices.Disks {
-		disk, err := b.disk(i)
+	for i := range specDisks {
+		disk, err := c.disk(&b, i)
 		if err != nil {
 			if err := probs.add(err); err != nil {
 				return err
 			}
-			used[c.spec.Domain.Devices.Disks[i].Name] = true
 			continue
 		}
 		d.Devices.Disks = append(d.Devices.Disks, disk)
-		used[c.spec.Domain.Devices.Disks[i].Name] = true
 	}
 	for i := range c.spec.Volumes {
-		if name := c.spec.Volumes[i].Name; !used[name] {
+		if name := c.spec.Volumes[i].Name; !c.volumeUsed(name) {
 			probs.add(field.Invalid(volumePath(i).Child("name"), name, "no disk uses this volume"))
 		}
 	}
 	return probs.err()
 }
 
-// diskParts are the parts every disk points to, allocated together.
-type diskParts struct {
-	target libvirtxml.DomainDiskTarget
-	alias  libvirtxml.DomainAlias
-	driver libvirtxml.DomainDiskDriver
+// volumeUsed tells whether a disk (or a filesystem: filesystems are
+// refused by the unsupported area, and their volume is not a second
+// problem) uses the named volume.
+func (c *converter) volumeUsed(name string) bool {
+	devs := &c.spec.Domain.Devices
+	for i := range devs.Disks {
+		if devs.Disks[i].Name == name {
+			return true
+		}
+	}
+	for i := range devs.Filesystems {
+		if devs.Filesystems[i].Name == name {
+			return true
+		}
+	}
+	return false
 }
 
-// fileSourceParts are a file source and what it points to, allocated
-// together.
-type fileSourceParts struct {
+// volumeIndex returns the index of the first spec.volumes entry with the
+// given name.
+func (c *converter) volumeIndex(name string) (int, bool) {
+	for i := range c.spec.Volumes {
+		if c.spec.Volumes[i].Name == name {
+			return i, true
+		}
+	}
+	return 0, false
+}
+
+// diskParts are what one disk points to. The disks area allocates the
+// parts of all the VMI's disks in one slice, one diskParts per
+// spec.domain.devices.disks entry; what only some disks have (a backing
+// store, a SCSI address, a block device) is allocated for those disks
+// alone.
+type diskParts struct {
+	target libvirtxml.DomainDiskTarget
+	// unit is the index of the target's name in its prefix's sequence
+	// (disknames.go).
+	unit      uint
+	alias     libvirtxml.DomainAlias
+	driver    libvirtxml.DomainDiskDriver
+	queues    uint
+	ioThread  uint
+	readOnly  libvirtxml.DomainDiskReadOnly
+	shareable libvirtxml.DomainDiskShareable
+	boot      libvirtxml.DomainDeviceBoot
+	source    libvirtxml.DomainDiskSource
+	file      libvirtxml.DomainDiskSourceFile
+}
+
+// driveAddressParts are a SCSI disk's address, unit <unit> of bus 0 of
+// controller 0, and what it points to.
+type driveAddressParts struct {
+	address               libvirtxml.DomainAddress
+	drive                 libvirtxml.DomainAddressDrive
+	controller, bus, unit uint
+}
+
+// backingParts are a disk's <backingStore> and what it points to.
+type backingParts struct {
+	store  libvirtxml.DomainDiskBackingStore
+	format libvirtxml.DomainDiskFormat
 	source libvirtxml.DomainDiskSource
 	file   libvirtxml.DomainDiskSourceFile
+	block  libvirtxml.DomainDiskSourceBlock
 }
 
 // diskBuilder carries the state shared by a VMI's disks: target names and
 // IO threads are handed out in spec order.
 type diskBuilder struct {
-	c       *converter
-	threads *ioThreadAssigner
-	names   *targetNamer
-	volumes map[string]int // volume name -> index in spec.volumes
+	threads ioThreadAssigner
+	names   targetNamer
+	parts   []diskParts // one per spec.domain.devices.disks entry
 }
 
 // diskDevice is what a disk's device kind says: libvirt's device name, the
@@ -96,7 +136,7 @@ type diskDevice struct {
 var diskBuses = []string{string(v1.DiskBusVirtio), string(v1.DiskBusSATA), string(v1.DiskBusSCSI), string(v1.DiskBusUSB)}
 
 // deviceOf reads and checks the device kind of a disk.
-func deviceOf(disk *v1.Disk, p *field.Path) (diskDevice, error) {
+func deviceOf(disk *v1.Disk, p itemPath) (diskDevice, error) {
 	var dev diskDevice
 	kinds := 0
 	if t := disk.Disk; t != nil {
@@ -113,12 +153,12 @@ func deviceOf(disk *v1.Disk, p *field.Path) (diskDevice, error) {
 	}
 	switch {
 	case kinds == 0:
-		return dev, field.Required(p, "one of disk, lun or cdrom")
+		return dev, field.Required(p.path(), "one of disk, lun or cdrom")
 	case kinds > 1:
-		return dev, field.Invalid(p, disk.Name, "only one of disk, lun or cdrom may be set")
+		return dev, field.Invalid(p.path(), disk.Name, "only one of disk, lun or cdrom may be set")
 	}
 	busPath := func() *field.Path { return p.Child(dev.device, "bus") }
-	switch _, known := busPrefix[dev.bus]; {
+	switch _, known := targetPrefix(dev.bus); {
 	case dev.bus == "":
 		return dev, field.Required(busPath(), "api.Default sets it")
 	case !known:
@@ -153,10 +193,9 @@ var (
 )
 
 // disk converts spec.domain.devices.disks[i].
-func (b *diskBuilder) disk(i int) (libvirtxml.DomainDisk, error) {
-	c := b.c
+func (c *converter) disk(b *diskBuilder, i int) (libvirtxml.DomainDisk, error) {
 	spec := &c.spec.Domain.Devices.Disks[i]
-	p := disksPath.Index(i)
+	p := itemPath{disksPath, i}
 	dev, err := deviceOf(spec, p)
 	if err != nil {
 		return libvirtxml.DomainDisk{}, err
@@ -165,10 +204,11 @@ func (b *diskBuilder) disk(i int) (libvirtxml.DomainDisk, error) {
 		return libvirtxml.DomainDisk{}, err
 	}
 
-	target, unit := b.names.name(spec.Name, dev.bus)
-	parts := new(diskParts)
-	parts.target = libvirtxml.DomainDiskTarget{Dev: target, Bus: string(dev.bus), Tray: string(dev.tray)}
-	parts.alias = libvirtxml.DomainAlias{Name: "ua-" + spec.Name}
+	parts := &b.parts[i]
+	c.diskTarget(b, i, dev.bus)
+	parts.target.Bus = string(dev.bus)
+	parts.target.Tray = string(dev.tray)
+	parts.alias.Name = c.text.join(aliasPrefix, spec.Name)
 	out := libvirtxml.DomainDisk{
 		Device: dev.device,
 		Target: &parts.target,
@@ -179,8 +219,11 @@ func (b *diskBuilder) disk(i int) (libvirtxml.DomainDisk, error) {
 	// as KubeVirt places them; a SCSI CD-ROM gets no address and libvirt
 	// assigns one, as with KubeVirt.
 	if dev.bus == v1.DiskBusSCSI && dev.device != "cdrom" {
-		zero, u := uint(0), unit
-		out.Address = &libvirtxml.DomainAddress{Drive: &libvirtxml.DomainAddressDrive{Controller: &zero, Bus: &zero, Unit: &u}}
+		a := new(driveAddressParts)
+		a.unit = parts.unit
+		a.drive = libvirtxml.DomainAddressDrive{Controller: &a.controller, Bus: &a.bus, Unit: &a.unit}
+		a.address.Drive = &a.drive
+		out.Address = &a.address
 	}
 	if spec.Disk != nil && spec.Disk.PciAddress != "" {
 		if dev.bus != v1.DiskBusVirtio {
@@ -196,14 +239,14 @@ func (b *diskBuilder) disk(i int) (libvirtxml.DomainDisk, error) {
 		out.Model = c.virtioModel
 	}
 	if dev.readOnly {
-		out.ReadOnly = &libvirtxml.DomainDiskReadOnly{}
+		out.ReadOnly = &parts.readOnly
 	}
 	cache := string(spec.Cache)
 	if spec.Shareable != nil && *spec.Shareable {
 		if cache == "" {
 			cache = string(v1.CacheNone)
 		}
-		out.Shareable = &libvirtxml.DomainDiskShareable{}
+		out.Shareable = &parts.shareable
 	}
 	driver := &parts.driver
 	*driver = libvirtxml.DomainDiskDriver{Name: "qemu", Cache: cache, IO: string(spec.IO)}
@@ -211,12 +254,13 @@ func (b *diskBuilder) disk(i int) (libvirtxml.DomainDisk, error) {
 		driver.Discard = "unmap"
 	}
 	if m := c.spec.Domain.Devices.BlockMultiQueue; m != nil && *m && dev.bus == v1.DiskBusVirtio {
-		queues := c.vcpus()
-		driver.Queues = &queues
+		parts.queues = c.vcpus()
+		driver.Queues = &parts.queues
 	}
 	out.Driver = driver
 	if spec.BootOrder != nil {
-		out.Boot = &libvirtxml.DomainDeviceBoot{Order: *spec.BootOrder}
+		parts.boot.Order = *spec.BootOrder
+		out.Boot = &parts.boot
 	}
 	if bs := spec.BlockSize; bs != nil && bs.Custom != nil {
 		out.BlockIO = &libvirtxml.DomainDiskBlockIO{
@@ -225,7 +269,7 @@ func (b *diskBuilder) disk(i int) (libvirtxml.DomainDisk, error) {
 		}
 	}
 
-	if err := b.source(&out, spec, dev, p); err != nil {
+	if err := c.diskSource(&out, parts, spec, dev, p); err != nil {
 		return out, err
 	}
 
@@ -234,7 +278,7 @@ func (b *diskBuilder) disk(i int) (libvirtxml.DomainDisk, error) {
 		out.Driver.ErrorPolicy = string(*spec.ErrorPolicy)
 	}
 	if dev.bus == v1.DiskBusVirtio {
-		b.threads.assign(spec, out.Driver)
+		b.threads.assign(spec, out.Driver, &parts.ioThread)
 	} else if hasDedicatedIOThread(spec) && (dev.bus != v1.DiskBusSCSI || c.scsiControllerDriver() == nil) {
 		return out, field.Invalid(p.Child("dedicatedIOThread"), true,
 			fmt.Sprintf("IO threads are not supported for disks on a %s bus", dev.bus))
@@ -246,7 +290,7 @@ func (b *diskBuilder) disk(i int) (libvirtxml.DomainDisk, error) {
 // cannot carry. A disk's tag is accepted: KubeVirt writes device metadata
 // only for tagged interfaces, host devices and GPUs, so a disk tag changes
 // nothing there either.
-func checkDiskFields(spec *v1.Disk, dev diskDevice, p *field.Path) error {
+func checkDiskFields(spec *v1.Disk, dev diskDevice, p itemPath) error {
 	switch {
 	case spec.Serial != "" && dev.device != "disk":
 		return field.Invalid(p.Child("serial"), spec.Serial, "KubeVirt gives a serial to disks only, not to LUNs or CD-ROMs")
@@ -290,16 +334,16 @@ type reservationLayout interface {
 	ReservationSocket() string
 }
 
-// source fills the host side of a disk from its volume.
-func (b *diskBuilder) source(out *libvirtxml.DomainDisk, spec *v1.Disk, dev diskDevice, p *field.Path) error {
-	c := b.c
-	index, ok := b.volumes[spec.Name]
+// diskSource fills the host side of a disk from its volume.
+func (c *converter) diskSource(out *libvirtxml.DomainDisk, parts *diskParts, spec *v1.Disk, dev diskDevice, p itemPath) error {
+	index, ok := c.volumeIndex(spec.Name)
 	if !ok {
 		if dev.device != "cdrom" {
 			return field.NotFound(p.Child("name"), spec.Name)
 		}
 		// A CD-ROM without a volume is an empty drive.
-		out.Source = &libvirtxml.DomainDiskSource{Block: &libvirtxml.DomainDiskSourceBlock{}}
+		parts.source.Block = &libvirtxml.DomainDiskSourceBlock{}
+		out.Source = &parts.source
 		out.Driver.Type = "raw"
 		out.Driver.Discard = "unmap"
 		return nil
@@ -316,38 +360,40 @@ func (b *diskBuilder) source(out *libvirtxml.DomainDisk, spec *v1.Disk, dev disk
 
 	switch src.Type {
 	case "", "file":
-		parts := new(fileSourceParts)
-		parts.file = libvirtxml.DomainDiskSourceFile{File: src.Path}
-		parts.source = libvirtxml.DomainDiskSource{File: &parts.file}
-		out.Source = &parts.source
+		parts.file.File = src.Path
+		parts.source.File = &parts.file
 	case "block":
-		out.Source = &libvirtxml.DomainDiskSource{Block: &libvirtxml.DomainDiskSourceBlock{Dev: src.Path}}
+		parts.source.Block = &libvirtxml.DomainDiskSourceBlock{Dev: src.Path}
 	default:
 		return fmt.Errorf("convert: layout gave volume %q the disk type %q; want file or block", vol.Name, src.Type)
 	}
+	out.Source = &parts.source
 	out.Driver.Type = src.Format
 	if src.BackingPath != "" {
-		backing := &libvirtxml.DomainDiskSource{File: &libvirtxml.DomainDiskSourceFile{File: src.BackingPath}}
+		b := new(backingParts)
 		if strings.HasPrefix(src.BackingPath, "/dev/") {
-			backing = &libvirtxml.DomainDiskSource{Block: &libvirtxml.DomainDiskSourceBlock{Dev: src.BackingPath}}
+			b.block.Dev = src.BackingPath
+			b.source.Block = &b.block
+		} else {
+			b.file.File = src.BackingPath
+			b.source.File = &b.file
 		}
-		out.BackingStore = &libvirtxml.DomainDiskBackingStore{
-			Format: &libvirtxml.DomainDiskFormat{Type: src.BackingFormat},
-			Source: backing,
-		}
+		b.format.Type = src.BackingFormat
+		b.store = libvirtxml.DomainDiskBackingStore{Format: &b.format, Source: &b.source}
+		out.BackingStore = &b.store
 	}
-	if dev.device == "cdrom" && discardOnCDROM[kind] {
+	if dev.device == "cdrom" && discardOnCDROM(kind) {
 		out.Driver.Discard = "unmap"
 	}
 
 	switch kind {
 	case volDownwardMetrics:
 		if dev.device != "disk" || dev.bus != v1.DiskBusVirtio {
-			return field.Invalid(p, spec.Name, "a downwardMetrics volume needs a disk on the virtio bus")
+			return field.Invalid(p.path(), spec.Name, "a downwardMetrics volume needs a disk on the virtio bus")
 		}
 		// KubeVirt gives the metrics disk a plain read-only driver.
-		out.ReadOnly = &libvirtxml.DomainDiskReadOnly{}
-		out.Driver = &libvirtxml.DomainDiskDriver{Name: "qemu", Type: "raw"}
+		out.ReadOnly = &parts.readOnly
+		*out.Driver = libvirtxml.DomainDiskDriver{Name: "qemu", Type: "raw"}
 	case volPVC:
 		if vol.PersistentVolumeClaim.ReadOnly && !dev.readOnly {
 			return field.Invalid(volumePath(index).Child("persistentVolumeClaim", "readOnly"), true,

@@ -15,8 +15,33 @@
 // field.ErrorList in the order of the areas; errors.As finds each
 // *field.Error).
 //
-// Convert runs on every reconcile, so it allocates little: field paths
-// are made once at package level (or only for a refusal), and the small
-// structs a device points to are allocated together (diskParts,
-// consoleParts). TestAllocsPerStage (internal/pipeline) pins the counts.
+// # Cost
+//
+// Convert runs on every reconcile, so it allocates little, and what it
+// allocates is sized to what the VMI uses: with a dozen allocations left,
+// the bytes are what bring the next garbage collection closer, and the
+// collector's work is most of what a conversion costs. So:
+//
+//   - The domain and the parts of it that nearly every VMI has (its memory,
+//     CPU, OS, features, controllers, console, graphics...) are one
+//     allocation, domainParts (parts.go); an area points the domain into it
+//     (d.CPU = &p.cpu). Parts only some VMIs have (a clock, Hyper-V, EFI,
+//     hugepages, a TPM...) are allocated by their area when it needs them,
+//     each area's in one piece (clockParts, hypervParts, efiParts...).
+//   - A device list is allocated once with the length of the VMI's list,
+//     and what its items point to in one slice of per-item structs
+//     (diskParts, interfaceParts); what only some items have (a backing
+//     store, a SCSI address) is allocated for those alone.
+//   - The strings a conversion builds (the domain's name, device aliases)
+//     are slices of one buffer (text.go), disk target names come from a
+//     table, and the paths KubeVirtLayout.Paths gives share one string.
+//   - Field paths are made for a refusal only (itemPath); the areas build
+//     no maps; the facts several areas need (the IO-thread plan, the
+//     virtio model, the layout's paths) are worked out once, when the
+//     converter starts.
+//   - The converter lives on Convert's stack: Convert calls the areas in
+//     turn rather than through a table of functions.
+//
+// TestAllocsPerStage and TestConvertBytes (internal/pipeline) pin the
+// allocations and the bytes of a conversion of every sample VMI.
 package convert

@@ -57,6 +57,20 @@ func (p *problems) err() error {
 	return &Error{Errs: p.errs}
 }
 
+// next takes an area's result: nil or a refusal (recorded by refuse)
+// lets the conversion go on to the next area; any other error is kept
+// in c.fatal and ends it.
+func (c *converter) next(err error) bool {
+	if err == nil {
+		return true
+	}
+	if err := c.refuse(err); err != nil {
+		c.fatal = err
+		return false
+	}
+	return true
+}
+
 // refuse records a problem of the VMI and tells the caller to go on with
 // the VMI's next area: it returns nil for a *field.Error (or an
 // *Error), and err itself for anything else, which ends the conversion. A

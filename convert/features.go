@@ -26,14 +26,21 @@ const maxVendorIDLength = 12
 // Unlike KubeVirt, apic.endOfInterrupt is honoured (eoi="on"); KubeVirt
 // leaves it out.
 func (c *converter) features(d *libvirtxml.Domain) error {
-	fl := &libvirtxml.DomainFeatureList{}
-	if f := c.spec.Domain.Features; f != nil {
+	p := c.parts
+	fl := &p.features
+	f := c.spec.Domain.Features
+	dedicated := c.spec.Domain.CPU != nil && c.spec.Domain.CPU.DedicatedCPUPlacement
+	var more *featureParts
+	if dedicated || f != nil && (f.APIC != nil || smmEnabled(f) || f.KVM != nil || f.Pvspinlock != nil) {
+		more = new(featureParts)
+	}
+	if f != nil {
 		if optionalOn(f.ACPI.Enabled) {
-			fl.ACPI = &libvirtxml.DomainFeature{}
+			fl.ACPI = &p.acpi
 		}
 		if a := f.APIC; a != nil {
 			if optionalOn(a.Enabled) {
-				fl.APIC = &libvirtxml.DomainFeatureAPIC{}
+				fl.APIC = &more.apic
 				if a.EndOfInterrupt {
 					fl.APIC.EOI = "on"
 				}
@@ -42,7 +49,7 @@ func (c *converter) features(d *libvirtxml.Domain) error {
 			}
 		}
 		if smmEnabled(f) {
-			fl.SMM = &libvirtxml.DomainFeatureSMM{}
+			fl.SMM = &more.smm
 		}
 		hv, err := hyperv(f)
 		if err != nil {
@@ -50,26 +57,40 @@ func (c *converter) features(d *libvirtxml.Domain) error {
 		}
 		fl.HyperV = hv
 		if f.KVM != nil {
-			fl.KVM = &libvirtxml.DomainFeatureKVM{Hidden: &libvirtxml.DomainFeatureState{State: boolOnOff(f.KVM.Hidden)}}
+			more.kvmHidden.State = boolOnOff(f.KVM.Hidden)
+			more.kvm.Hidden = &more.kvmHidden
+			fl.KVM = &more.kvm
 		}
-		if p := f.Pvspinlock; p != nil {
-			fl.PVSpinlock = &libvirtxml.DomainFeatureState{State: boolOnOff(optionalOn(p.Enabled))}
+		if s := f.Pvspinlock; s != nil {
+			more.pvSpinlock.State = boolOnOff(optionalOn(s.Enabled))
+			fl.PVSpinlock = &more.pvSpinlock
 		}
 		// amd64 machines have a VMware I/O port unless told otherwise;
 		// KubeVirt turns it off.
-		fl.VMPort = &libvirtxml.DomainFeatureState{State: "off"}
+		p.vmPort.State = "off"
+		fl.VMPort = &p.vmPort
 	}
-	if cpu := c.spec.Domain.CPU; cpu != nil && cpu.DedicatedCPUPlacement {
+	if dedicated {
 		// Dedicated vCPUs never wait for a host CPU: tell the guest so.
-		if fl.KVM == nil {
-			fl.KVM = &libvirtxml.DomainFeatureKVM{}
-		}
-		fl.KVM.HintDedicated = &libvirtxml.DomainFeatureState{State: "on"}
+		more.kvmDedicated.State = "on"
+		more.kvm.HintDedicated = &more.kvmDedicated
+		fl.KVM = &more.kvm
 	}
 	if *fl != (libvirtxml.DomainFeatureList{}) {
 		d.Features = fl
 	}
 	return nil
+}
+
+// featureParts are the features only some VMIs have, but Hyper-V's,
+// allocated together when one of them is there.
+type featureParts struct {
+	apic         libvirtxml.DomainFeatureAPIC
+	smm          libvirtxml.DomainFeatureSMM
+	kvm          libvirtxml.DomainFeatureKVM
+	kvmHidden    libvirtxml.DomainFeatureState
+	kvmDedicated libvirtxml.DomainFeatureState
+	pvSpinlock   libvirtxml.DomainFeatureState
 }
 
 // smmEnabled tells whether the VMI asks for System Management Mode.
@@ -92,21 +113,32 @@ func hyperv(f *v1.Features) (*libvirtxml.DomainFeatureHyperV, error) {
 	if passthrough {
 		return nil, field.Forbidden(featuresPath.Child("hypervPassthrough"), "may not be combined with spec.domain.features.hyperv")
 	}
-	hv := &libvirtxml.DomainFeatureHyperV{
-		Relaxed:         featureState(h.Relaxed),
-		VAPIC:           featureState(h.VAPIC),
-		VPIndex:         featureState(h.VPIndex),
-		Runtime:         featureState(h.Runtime),
-		Synic:           featureState(h.SyNIC),
-		Reset:           featureState(h.Reset),
-		Frequencies:     featureState(h.Frequencies),
-		ReEnlightenment: featureState(h.Reenlightenment),
-		IPI:             featureState(h.IPI),
-		EVMCS:           featureState(h.EVMCS),
+	parts := new(hypervParts)
+	hv := &parts.hyperv
+	for i, s := range []struct {
+		set **libvirtxml.DomainFeatureState
+		vmi *v1.FeatureState
+	}{
+		{&hv.Relaxed, h.Relaxed},
+		{&hv.VAPIC, h.VAPIC},
+		{&hv.VPIndex, h.VPIndex},
+		{&hv.Runtime, h.Runtime},
+		{&hv.Synic, h.SyNIC},
+		{&hv.Reset, h.Reset},
+		{&hv.Frequencies, h.Frequencies},
+		{&hv.ReEnlightenment, h.Reenlightenment},
+		{&hv.IPI, h.IPI},
+		{&hv.EVMCS, h.EVMCS},
+	} {
+		if s.vmi != nil {
+			parts.states[i].State = boolOnOff(optionalOn(s.vmi.Enabled))
+			*s.set = &parts.states[i]
+		}
 	}
 	if s := h.Spinlocks; s != nil {
 		on := optionalOn(s.Enabled)
-		hv.Spinlocks = &libvirtxml.DomainFeatureHyperVSpinlocks{DomainFeatureState: libvirtxml.DomainFeatureState{State: boolOnOff(on)}}
+		parts.spinlocks.State = boolOnOff(on)
+		hv.Spinlocks = &parts.spinlocks
 		switch {
 		case s.Retries != nil:
 			hv.Spinlocks.Retries = uint(*s.Retries)
@@ -124,12 +156,16 @@ func hyperv(f *v1.Features) (*libvirtxml.DomainFeatureHyperV, error) {
 		case strings.Contains(v.VendorID, ","):
 			return nil, field.Invalid(hvPath.Child("vendorid", "vendorid"), v.VendorID, "may not contain a comma")
 		}
-		hv.VendorId = &libvirtxml.DomainFeatureHyperVVendorId{DomainFeatureState: libvirtxml.DomainFeatureState{State: boolOnOff(on)}, Value: v.VendorID}
+		parts.vendorID.State = boolOnOff(on)
+		parts.vendorID.Value = v.VendorID
+		hv.VendorId = &parts.vendorID
 	}
 	if t := h.SyNICTimer; t != nil {
-		hv.STimer = &libvirtxml.DomainFeatureHyperVSTimer{DomainFeatureState: libvirtxml.DomainFeatureState{State: boolOnOff(optionalOn(t.Enabled))}}
+		parts.stimer.State = boolOnOff(optionalOn(t.Enabled))
+		hv.STimer = &parts.stimer
 		if t.Direct != nil {
-			hv.STimer.Direct = featureState(t.Direct)
+			parts.stimerDirect.State = boolOnOff(optionalOn(t.Direct.Enabled))
+			hv.STimer.Direct = &parts.stimerDirect
 		}
 	}
 	if t := h.TLBFlush; t != nil {
@@ -143,16 +179,20 @@ func hyperv(f *v1.Features) (*libvirtxml.DomainFeatureHyperV, error) {
 				return nil, field.Forbidden(hvPath.Child("tlbflush", sub.name), "libvirt 9.0 has no direct or extended Hyper-V TLB flush")
 			}
 		}
-		hv.TLBFlush = &libvirtxml.DomainFeatureHyperVTLBFlush{DomainFeatureState: libvirtxml.DomainFeatureState{State: boolOnOff(optionalOn(t.Enabled))}}
+		parts.tlbFlush.State = boolOnOff(optionalOn(t.Enabled))
+		hv.TLBFlush = &parts.tlbFlush
 	}
 	return hv, nil
 }
 
-// featureState returns an on/off element for an optional feature switch
-// (nil when the VMI leaves the feature out).
-func featureState(s *v1.FeatureState) *libvirtxml.DomainFeatureState {
-	if s == nil {
-		return nil
-	}
-	return &libvirtxml.DomainFeatureState{State: boolOnOff(optionalOn(s.Enabled))}
+// hypervParts are the <hyperv> element and what it points to, allocated
+// together.
+type hypervParts struct {
+	hyperv       libvirtxml.DomainFeatureHyperV
+	states       [10]libvirtxml.DomainFeatureState // the on/off enlightenments, in the order hyperv sets them
+	spinlocks    libvirtxml.DomainFeatureHyperVSpinlocks
+	vendorID     libvirtxml.DomainFeatureHyperVVendorId
+	stimer       libvirtxml.DomainFeatureHyperVSTimer
+	stimerDirect libvirtxml.DomainFeatureState
+	tlbFlush     libvirtxml.DomainFeatureHyperVTLBFlush
 }

@@ -28,13 +28,12 @@ func (c *converter) graphics(d *libvirtxml.Domain) error {
 		}
 		return nil
 	}
-	d.Devices.Graphics = append(d.Devices.Graphics, libvirtxml.DomainGraphic{
-		VNC: &libvirtxml.DomainGraphicVNC{
-			Listeners: []libvirtxml.DomainGraphicListener{{
-				Socket: &libvirtxml.DomainGraphicListenerSocket{Socket: c.paths.VNCSocket},
-			}},
-		},
-	})
+	p := c.parts
+	p.vncSocket.Socket = c.paths.VNCSocket
+	p.vncListeners[0].Socket = &p.vncSocket
+	p.vnc.Listeners = p.vncListeners[:]
+	p.graphics[0].VNC = &p.vnc
+	d.Devices.Graphics = p.graphics[:]
 
 	model := libvirtxml.DomainVideoModel{Type: "vga", Heads: videoHeads, VRam: videoVRAM}
 	switch {
@@ -46,6 +45,7 @@ func (c *converter) graphics(d *libvirtxml.Domain) error {
 	case c.opts.BochsForEFIGuests && c.vmi.IsBootloaderEFI():
 		model = libvirtxml.DomainVideoModel{Type: "bochs", Heads: videoHeads}
 	}
-	d.Devices.Videos = append(d.Devices.Videos, libvirtxml.DomainVideo{Model: model})
+	p.videos[0].Model = model
+	d.Devices.Videos = p.videos[:]
 	return nil
 }

@@ -39,14 +39,17 @@ const (
 // Each needs an entry in Options.HostDevices under its
 // name; without one it is refused with an error naming the spec field.
 func (c *converter) hostDevices(d *libvirtxml.Domain) error {
-	devs := c.spec.Domain.Devices
+	devs := &c.spec.Domain.Devices
+	if len(devs.HostDevices) == 0 && len(devs.GPUs) == 0 && !c.hasSRIOVInterface() {
+		return nil
+	}
 
 	var probs problems
 	// spec.domain.devices.hostDevices
 	var generic, genericDRA [2][]libvirtxml.DomainHostdev
 	for i, hd := range devs.HostDevices {
 		path := hostDevicesPath.Index(i)
-		if err := c.checkTag(path, hd.Tag); err != nil {
+		if err := c.checkTag(itemPath{hostDevicesPath, i}, hd.Tag); err != nil {
 			if err := probs.add(err); err != nil {
 				return err
 			}
@@ -71,9 +74,10 @@ func (c *converter) hostDevices(d *libvirtxml.Domain) error {
 		if dra {
 			prefix = aliasPrefixDRAHostDevice
 		}
-		dev := pciHostdev(hostDev, prefix+hd.Name)
+		alias := c.hostDeviceAlias(prefix, hd.Name)
+		dev := pciHostdev(hostDev, alias)
 		if kind == hostDevMdev {
-			dev = mdevHostdev(hostDev, prefix+hd.Name)
+			dev = mdevHostdev(hostDev, alias)
 		}
 		if dra {
 			genericDRA[kind] = append(genericDRA[kind], dev)
@@ -126,6 +130,16 @@ func (c *converter) hostDevices(d *libvirtxml.Domain) error {
 	return probs.err()
 }
 
+// hasSRIOVInterface tells whether an interface of the VMI is SR-IOV.
+func (c *converter) hasSRIOVInterface() bool {
+	for i := range c.spec.Domain.Devices.Interfaces {
+		if c.spec.Domain.Devices.Interfaces[i].SRIOV != nil {
+			return true
+		}
+	}
+	return false
+}
+
 // gpuHostdevs converts spec.domain.devices.gpus: PCI passthrough GPUs and
 // mediated vGPUs. As in KubeVirt, the first vGPU gets a display and a boot
 // framebuffer when no GPU says anything about displays.
@@ -135,7 +149,7 @@ func (c *converter) gpuHostdevs(gpus []v1.GPU) ([]libvirtxml.DomainHostdev, erro
 	displaySet := false
 	for i, gpu := range gpus {
 		path := gpusPath.Index(i)
-		if err := c.checkTag(path, gpu.Tag); err != nil {
+		if err := c.checkTag(itemPath{gpusPath, i}, gpu.Tag); err != nil {
 			if err := probs.add(err); err != nil {
 				return nil, err
 			}
@@ -160,7 +174,7 @@ func (c *converter) gpuHostdevs(gpus []v1.GPU) ([]libvirtxml.DomainHostdev, erro
 		}
 		switch kind {
 		case hostDevPCI:
-			dev := pciHostdev(hostDev, prefix+gpu.Name)
+			dev := pciHostdev(hostDev, c.hostDeviceAlias(prefix, gpu.Name))
 			// KubeVirt turns the display of a PCI GPU on only when asked
 			// explicitly; libvirt 9.0's schema has no display on PCI
 			// host devices, so such a request cannot be honoured.
@@ -174,7 +188,7 @@ func (c *converter) gpuHostdevs(gpus []v1.GPU) ([]libvirtxml.DomainHostdev, erro
 				pci = append(pci, dev)
 			}
 		case hostDevMdev:
-			dev := mdevHostdev(hostDev, prefix+gpu.Name)
+			dev := mdevHostdev(hostDev, c.hostDeviceAlias(prefix, gpu.Name))
 			if display != nil && (display.Enabled == nil || *display.Enabled) {
 				dev.SubsysMDev.Display = "on"
 				if display.RamFB == nil || display.RamFB.Enabled == nil || *display.RamFB.Enabled {
@@ -212,7 +226,7 @@ func (c *converter) sriovHostdev(i int, iface *v1.Interface) (libvirtxml.DomainH
 	if err != nil {
 		return libvirtxml.DomainHostdev{}, err
 	}
-	dev := pciHostdev(hostDev, aliasPrefixSRIOV+iface.Name)
+	dev := pciHostdev(hostDev, c.hostDeviceAlias(aliasPrefixSRIOV, iface.Name))
 	if iface.PciAddress != "" {
 		addr, err := parsePCIAddress(iface.PciAddress)
 		if err != nil {
@@ -344,21 +358,26 @@ func parsePCIAddress(s string) (*libvirtxml.DomainAddressPCI, error) {
 	return &libvirtxml.DomainAddressPCI{Domain: &a.Domain, Bus: &a.Bus, Slot: &a.Slot, Function: &a.Function}, nil
 }
 
+// hostDeviceAlias is the alias of a host device: "ua-<prefix><name>".
+func (c *converter) hostDeviceAlias(prefix, name string) *libvirtxml.DomainAlias {
+	return &libvirtxml.DomainAlias{Name: c.text.join(aliasPrefix, prefix, name)}
+}
+
 // pciHostdev is a PCI device passed through with vfio, which the host has
 // already bound (managed="no", as in KubeVirt).
-func pciHostdev(hd HostDevice, alias string) libvirtxml.DomainHostdev {
+func pciHostdev(hd HostDevice, alias *libvirtxml.DomainAlias) libvirtxml.DomainHostdev {
 	addr, _ := parsePCIAddress(hd.PCIAddress) // checked by lookupHostDevice
 	return libvirtxml.DomainHostdev{
 		Managed: "no",
 		SubsysPCI: &libvirtxml.DomainHostdevSubsysPCI{
 			Source: &libvirtxml.DomainHostdevSubsysPCISource{Address: addr},
 		},
-		Alias: uaAlias(alias),
+		Alias: alias,
 	}
 }
 
 // mdevHostdev is a mediated device (a vGPU) given to the guest as vfio-pci.
-func mdevHostdev(hd HostDevice, alias string) libvirtxml.DomainHostdev {
+func mdevHostdev(hd HostDevice, alias *libvirtxml.DomainAlias) libvirtxml.DomainHostdev {
 	return libvirtxml.DomainHostdev{
 		SubsysMDev: &libvirtxml.DomainHostdevSubsysMDev{
 			Model: "vfio-pci",
@@ -366,6 +385,6 @@ func mdevHostdev(hd HostDevice, alias string) libvirtxml.DomainHostdev {
 				Address: &libvirtxml.DomainAddressMDev{UUID: hd.MdevUUID},
 			},
 		},
-		Alias: uaAlias(alias),
+		Alias: alias,
 	}
 }

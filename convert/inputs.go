@@ -19,8 +19,11 @@ import (
 // too: both are small devices that no other area owns.
 func (c *converter) inputs(d *libvirtxml.Domain) error {
 	devs := &c.spec.Domain.Devices
+	if len(devs.Inputs) > 0 {
+		d.Devices.Inputs = make([]libvirtxml.DomainInput, 0, len(devs.Inputs))
+	}
 	for i, in := range devs.Inputs {
-		fp := inputsPath.Index(i)
+		fp := itemPath{inputsPath, i}
 		bus := in.Bus
 		switch bus {
 		case "":
@@ -32,7 +35,7 @@ func (c *converter) inputs(d *libvirtxml.Domain) error {
 		if in.Type != v1.InputTypeTablet && in.Type != "" {
 			return field.NotSupported(fp.Child("type"), string(in.Type), []string{string(v1.InputTypeTablet)})
 		}
-		input := libvirtxml.DomainInput{Type: string(v1.InputTypeTablet), Bus: string(bus), Alias: uaAlias(in.Name)}
+		input := libvirtxml.DomainInput{Type: string(v1.InputTypeTablet), Bus: string(bus), Alias: c.uaAlias(in.Name)}
 		if bus == v1.InputBusVirtio {
 			input.Model = v1.VirtIO
 		}

@@ -3,7 +3,6 @@ package convert
 import (
 	"fmt"
 	"net"
-	"regexp"
 	"slices"
 	"strings"
 
@@ -12,23 +11,46 @@ import (
 	"libvirt.org/go/libvirtxml"
 )
 
-// interfaceModels are the NIC models a VMI may ask for; virtio becomes the
-// converter's virtio model (transitional or not).
-// colonMAC is the MAC syntax of libvirt's schema: six colon-separated hex
-// octets, either case.
-var colonMAC = regexp.MustCompile(`^[0-9A-Fa-f]{2}(:[0-9A-Fa-f]{2}){5}$`)
-
 // libvirtMAC is the MAC address an interface is given: as written when
 // libvirt's schema takes it (KubeVirt passes it through unchanged, upper
-// case included), else the parsed address in libvirt's colon syntax
-// (KubeVirt would pass 02-00-… through too, which libvirt refuses).
-func libvirtMAC(written string, mac net.HardwareAddr) string {
-	if colonMAC.MatchString(written) {
-		return written
+// case included), else the address parsed (net.ParseMAC) and written in
+// libvirt's colon syntax (KubeVirt would pass 02-00-… through too, which
+// libvirt refuses). ok is false when written is not a 6-byte MAC address.
+func libvirtMAC(written string) (mac string, ok bool) {
+	if isColonMAC(written) {
+		return written, true
 	}
-	return mac.String()
+	hw, err := net.ParseMAC(written)
+	if err != nil || len(hw) != 6 {
+		return "", false
+	}
+	return hw.String(), true
 }
 
+// isColonMAC tells whether s has the MAC syntax of libvirt's schema: six
+// colon-separated pairs of hex digits, either case.
+func isColonMAC(s string) bool {
+	if len(s) != len("00:00:00:00:00:00") {
+		return false
+	}
+	for i := range len(s) {
+		if i%3 == 2 {
+			if s[i] != ':' {
+				return false
+			}
+		} else if !isHexDigit(s[i]) {
+			return false
+		}
+	}
+	return true
+}
+
+func isHexDigit(b byte) bool {
+	return '0' <= b && b <= '9' || 'a' <= b && b <= 'f' || 'A' <= b && b <= 'F'
+}
+
+// interfaceModels are the NIC models a VMI may ask for; virtio becomes the
+// converter's virtio model (transitional or not).
 var interfaceModels = []string{"e1000", "e1000e", "igb", "ne2k_pci", "pcnet", "rtl8139", v1.VirtIO}
 
 // maxNetworkQueues caps the queues of a multi-queue virtio NIC: the most a
@@ -42,14 +64,22 @@ const maxNetworkQueues = 256
 // binding is refused.
 func (c *converter) interfaces(d *libvirtxml.Domain) error {
 	devs := &c.spec.Domain.Devices
+	n := len(devs.Interfaces)
+	if n == 0 {
+		return nil
+	}
 	var probs problems
+	// An SR-IOV interface with a MAC address is added by the host devices
+	// area: the list has room for every interface of the VMI.
+	list := make([]libvirtxml.DomainInterface, 0, n)
+	parts := make([]interfaceParts, n)
 	for i := range devs.Interfaces {
 		iface := &devs.Interfaces[i]
-		path := interfacesPath.Index(i)
+		path := itemPath{interfacesPath, i}
 		if iface.State == v1.InterfaceStateAbsent {
 			continue
 		}
-		nic, hostDevice, err := c.domainInterfaceOf(path, iface)
+		nic, hostDevice, err := c.domainInterfaceOf(path, iface, &parts[i])
 		if err != nil {
 			if err := probs.add(err); err != nil {
 				return err
@@ -59,15 +89,36 @@ func (c *converter) interfaces(d *libvirtxml.Domain) error {
 		if hostDevice {
 			continue // an SR-IOV interface, added by hostDevices
 		}
-		d.Devices.Interfaces = append(d.Devices.Interfaces, nic)
+		list = append(list, nic)
+	}
+	if len(list) > 0 {
+		d.Devices.Interfaces = list
 	}
 	return probs.err()
+}
+
+// interfaceParts are what one interface points to. The interfaces area
+// allocates the parts of all the VMI's interfaces in one slice, one
+// interfaceParts per spec.domain.devices.interfaces entry; what only some
+// interfaces have (a libvirt network, a passt backend, an ACPI index, a
+// link state, virtio queues) is allocated for those alone.
+type interfaceParts struct {
+	alias    libvirtxml.DomainAlias
+	model    libvirtxml.DomainInterfaceModel
+	source   libvirtxml.DomainInterfaceSource
+	ethernet libvirtxml.DomainInterfaceSourceEthernet
+	user     libvirtxml.DomainInterfaceSourceUser
+	bridge   libvirtxml.DomainInterfaceSourceBridge
+	target   libvirtxml.DomainInterfaceTarget
+	mac      libvirtxml.DomainInterfaceMAC
+	boot     libvirtxml.DomainDeviceBoot
+	rom      libvirtxml.DomainROM
 }
 
 // domainInterfaceOf checks one interface of the VMI and returns its
 // domain interface, or hostDevice true for an SR-IOV interface, which
 // becomes a host device.
-func (c *converter) domainInterfaceOf(path *field.Path, iface *v1.Interface) (nic libvirtxml.DomainInterface, hostDevice bool, err error) {
+func (c *converter) domainInterfaceOf(path itemPath, iface *v1.Interface, parts *interfaceParts) (nic libvirtxml.DomainInterface, hostDevice bool, err error) {
 	network := c.networkByName(iface.Name)
 	if network == nil {
 		return nic, false, field.Invalid(path.Child("name"), iface.Name, "no network of spec.networks has this name")
@@ -82,13 +133,13 @@ func (c *converter) domainInterfaceOf(path *field.Path, iface *v1.Interface) (ni
 		_, _, err := c.lookupHostDevice(path.Child("sriov"), iface.Name, false, hostDevPCI)
 		return nic, true, err
 	}
-	nic, err = c.domainInterface(path, iface, network)
+	nic, err = c.domainInterface(path, iface, network, parts)
 	return nic, false, err
 }
 
 // checkBinding refuses the bindings that need KubeVirt's pod networking
 // machinery or a cluster's binding plugins.
-func checkBinding(path *field.Path, iface *v1.Interface) error {
+func checkBinding(path itemPath, iface *v1.Interface) error {
 	refused := []struct {
 		set   bool
 		field string
@@ -106,7 +157,7 @@ func checkBinding(path *field.Path, iface *v1.Interface) error {
 		}
 	}
 	if iface.Bridge == nil && iface.Masquerade == nil && iface.SRIOV == nil {
-		return field.Required(path, "a binding method is required: bridge, masquerade or sriov")
+		return field.Required(path.path(), "a binding method is required: bridge, masquerade or sriov")
 	}
 	return nil
 }
@@ -115,7 +166,7 @@ func checkBinding(path *field.Path, iface *v1.Interface) error {
 // cloudInitConfigDrive volume, KubeVirt writes each tagged device's guest
 // address into the config drive's device metadata, which this library does
 // not. Without a config drive KubeVirt ignores tags, and so does Convert.
-func (c *converter) checkTag(path *field.Path, tag string) error {
+func (c *converter) checkTag(path itemPath, tag string) error {
 	if tag == "" {
 		return nil
 	}
@@ -141,8 +192,9 @@ func (c *converter) networkByName(name string) *v1.Network {
 // as KubeVirt's tap binding does: model, MAC, guest PCI address, ACPI index,
 // boot order (the NIC's option ROM is switched off unless it boots), link
 // state, virtio queues, alias ua-<name>.
-func (c *converter) domainInterface(path *field.Path, iface *v1.Interface, network *v1.Network) (libvirtxml.DomainInterface, error) {
-	nic := libvirtxml.DomainInterface{Alias: uaAlias(iface.Name)}
+func (c *converter) domainInterface(path itemPath, iface *v1.Interface, network *v1.Network, parts *interfaceParts) (libvirtxml.DomainInterface, error) {
+	parts.alias.Name = c.text.join(aliasPrefix, iface.Name)
+	nic := libvirtxml.DomainInterface{Alias: &parts.alias}
 
 	model := iface.Model
 	if model == "" {
@@ -151,32 +203,33 @@ func (c *converter) domainInterface(path *field.Path, iface *v1.Interface, netwo
 	if !slices.Contains(interfaceModels, model) {
 		return nic, field.NotSupported(path.Child("model"), model, interfaceModels)
 	}
+	parts.model.Type = model
 	if model == v1.VirtIO {
-		nic.Model = &libvirtxml.DomainInterfaceModel{Type: c.virtioModel}
+		parts.model.Type = c.virtioModel
 		if q := c.networkQueues(); q > 0 {
 			nic.Driver = &libvirtxml.DomainInterfaceDriver{Name: "vhost", Queues: q}
 		}
-	} else {
-		nic.Model = &libvirtxml.DomainInterfaceModel{Type: model}
 	}
+	nic.Model = &parts.model
 
 	att, err := c.opts.Layout.Interface(c.vmi, iface, network)
 	if err != nil {
 		return nic, err
 	}
-	if err := attach(&nic, att); err != nil {
-		return nic, field.Invalid(path, iface.Name, err.Error())
+	if err := attach(&nic, parts, att); err != nil {
+		return nic, field.Invalid(path.path(), iface.Name, err.Error())
 	}
 	if att.Type == "user" && att.Backend == "passt" {
 		nic.PortForward = passtPortForwards(iface.Ports)
 	}
 
 	if iface.MacAddress != "" {
-		mac, err := net.ParseMAC(iface.MacAddress)
-		if err != nil || len(mac) != 6 {
+		mac, ok := libvirtMAC(iface.MacAddress)
+		if !ok {
 			return nic, field.Invalid(path.Child("macAddress"), iface.MacAddress, "not a 6-byte MAC address such as de:ad:00:00:be:af")
 		}
-		nic.MAC = &libvirtxml.DomainInterfaceMAC{Address: libvirtMAC(iface.MacAddress, mac)}
+		parts.mac.Address = mac
+		nic.MAC = &parts.mac
 	}
 	if iface.PciAddress != "" {
 		addr, err := parsePCIAddress(iface.PciAddress)
@@ -189,9 +242,11 @@ func (c *converter) domainInterface(path *field.Path, iface *v1.Interface, netwo
 		nic.ACPI = &libvirtxml.DomainDeviceACPI{Index: uint(iface.ACPIIndex)}
 	}
 	if iface.BootOrder != nil {
-		nic.Boot = &libvirtxml.DomainDeviceBoot{Order: *iface.BootOrder}
+		parts.boot.Order = *iface.BootOrder
+		nic.Boot = &parts.boot
 	} else {
-		nic.ROM = &libvirtxml.DomainROM{Enabled: "no"}
+		parts.rom.Enabled = "no"
+		nic.ROM = &parts.rom
 	}
 	switch iface.State {
 	case "", v1.InterfaceStateLinkUp:
@@ -215,18 +270,19 @@ func (c *converter) networkQueues() uint {
 }
 
 // attach writes a Layout's host-side attachment into an <interface>.
-func attach(nic *libvirtxml.DomainInterface, att InterfaceAttachment) error {
-	src := &libvirtxml.DomainInterfaceSource{}
+func attach(nic *libvirtxml.DomainInterface, parts *interfaceParts, att InterfaceAttachment) error {
+	src := &parts.source
 	switch att.Type {
 	case "ethernet":
-		src.Ethernet = &libvirtxml.DomainInterfaceSourceEthernet{}
+		src.Ethernet = &parts.ethernet
 	case "user", "":
-		src.User = &libvirtxml.DomainInterfaceSourceUser{}
+		src.User = &parts.user
 	case "bridge":
 		if att.Source == "" {
 			return fmt.Errorf("the layout attaches it to a bridge without naming one")
 		}
-		src.Bridge = &libvirtxml.DomainInterfaceSourceBridge{Bridge: att.Source}
+		parts.bridge.Bridge = att.Source
+		src.Bridge = &parts.bridge
 	case "network":
 		if att.Source == "" {
 			return fmt.Errorf("the layout attaches it to a libvirt network without naming one")
@@ -237,7 +293,8 @@ func attach(nic *libvirtxml.DomainInterface, att InterfaceAttachment) error {
 	}
 	nic.Source = src
 	if att.Target != "" {
-		nic.Target = &libvirtxml.DomainInterfaceTarget{Dev: att.Target, Managed: att.Managed}
+		parts.target = libvirtxml.DomainInterfaceTarget{Dev: att.Target, Managed: att.Managed}
+		nic.Target = &parts.target
 	}
 	if att.Backend != "" {
 		if src.User == nil {
@@ -273,7 +330,8 @@ func passtPortForwards(ports []v1.Port) []libvirtxml.DomainInterfaceSourcePortFo
 	return out
 }
 
-// uaAlias is KubeVirt's user alias of a device: "ua-<name>".
-func uaAlias(name string) *libvirtxml.DomainAlias {
-	return &libvirtxml.DomainAlias{Name: "ua-" + name}
+// uaAlias is KubeVirt's user alias of a device, "ua-<name>", for devices
+// without parts of their own to hold it.
+func (c *converter) uaAlias(name string) *libvirtxml.DomainAlias {
+	return &libvirtxml.DomainAlias{Name: c.text.join(aliasPrefix, name)}
 }

@@ -17,11 +17,7 @@ func devConverter(vmi *v1.VirtualMachineInstance, edit func(*Options)) *converte
 	if edit != nil {
 		edit(&opts)
 	}
-	c := &converter{vmi: vmi, spec: &vmi.Spec, opts: opts, paths: opts.Layout.Paths(vmi), virtioModel: "virtio-non-transitional"}
-	if t := vmi.Spec.Domain.Devices.UseVirtioTransitional; t != nil && *t {
-		c.virtioModel = "virtio-transitional"
-	}
-	return c
+	return newConverter(vmi, opts)
 }
 
 // devVMI is a VMI named "testvmi" in namespace "default" with the given

@@ -107,11 +107,10 @@ func hasDedicatedIOThread(disk *v1.Disk) bool {
 // iothreads writes the domain's <iothreads> count and, for a VMI with
 // dedicated CPUs, pins the IO threads (pinIOThreads, in the cpu area's file).
 func (c *converter) iothreads(d *libvirtxml.Domain) error {
-	plan, err := c.ioThreadPlan()
-	if err != nil {
-		return err
+	if c.ioThreadsErr != nil {
+		return c.ioThreadsErr
 	}
-	d.IOThreads = plan.total
+	d.IOThreads = c.ioThreads.total
 	c.pinIOThreads(d)
 	return nil
 }
@@ -124,21 +123,22 @@ type ioThreadAssigner struct {
 	nextFixed uint
 }
 
-func newIOThreadAssigner(plan ioThreadPlan) *ioThreadAssigner {
-	return &ioThreadAssigner{plan: plan, nextAuto: 1, nextFixed: plan.shared + 1}
+func newIOThreadAssigner(plan ioThreadPlan) ioThreadAssigner {
+	return ioThreadAssigner{plan: plan, nextAuto: 1, nextFixed: plan.shared + 1}
 }
 
-// assign sets the IO thread(s) of a virtio disk's driver.
-func (a *ioThreadAssigner) assign(disk *v1.Disk, driver *libvirtxml.DomainDiskDriver) {
+// assign sets the IO thread of a virtio disk's driver, keeping its id in
+// *id.
+func (a *ioThreadAssigner) assign(disk *v1.Disk, driver *libvirtxml.DomainDiskDriver, id *uint) {
 	switch {
 	case a.plan.total == 0:
 	case hasDedicatedIOThread(disk):
-		id := a.nextFixed
-		driver.IOThread = &id
+		*id = a.nextFixed
+		driver.IOThread = id
 		a.nextFixed++
 	default:
-		id := a.nextAuto
-		driver.IOThread = &id
+		*id = a.nextAuto
+		driver.IOThread = id
 		a.nextAuto = a.nextAuto%a.plan.shared + 1
 	}
 }

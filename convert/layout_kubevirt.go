@@ -1,9 +1,10 @@
 package convert
 
 import (
-	"fmt"
 	"path"
 	"slices"
+	"strconv"
+	"strings"
 
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	v1 "kubevirt.io/api/core/v1"
@@ -37,6 +38,28 @@ type KubeVirtLayout struct {
 	BlockVolumes []string
 }
 
+// joinPath is path.Join(dir, names...) for a clean absolute dir: it joins
+// with a slash when every name is one that path.Join would keep as it is
+// (not empty, "." or "..", without a slash), and leaves the other cases
+// to path.Join.
+func joinPath(dir string, names ...string) string {
+	n := len(dir)
+	for _, s := range names {
+		if s == "" || s == "." || s == ".." || strings.Contains(s, "/") {
+			return path.Join(append([]string{dir}, names...)...)
+		}
+		n += 1 + len(s)
+	}
+	var b strings.Builder
+	b.Grow(n)
+	b.WriteString(dir)
+	for _, s := range names {
+		b.WriteByte('/')
+		b.WriteString(s)
+	}
+	return b.String()
+}
+
 // KubeVirt's pod folders.
 const (
 	kvEphemeralDisks  = "/var/run/kubevirt-ephemeral-disks"
@@ -48,14 +71,6 @@ const (
 	kvDownwardMetrics = kvPrivate + "/downwardapi-disks/vhostmd0"
 )
 
-// kvConfigISOs is the folder of each config volume's ISO.
-var kvConfigISOs = map[volumeKind]string{
-	volConfigMap:   kvPrivate + "/config-map-disks",
-	volSecret:      kvPrivate + "/secret-disks",
-	volDownwardAPI: kvPrivate + "/downwardapi-disks",
-	volSysprep:     kvPrivate + "/sysprep-disks",
-}
-
 // Volume returns the pod path of spec.volumes[index].
 func (l KubeVirtLayout) Volume(vmi *v1.VirtualMachineInstance, index int) (DiskSource, error) {
 	v, kind, err := checkVolume(vmi, index)
@@ -63,41 +78,64 @@ func (l KubeVirtLayout) Volume(vmi *v1.VirtualMachineInstance, index int) (DiskS
 		return DiskSource{}, err
 	}
 	name := v.Name
-	overlay := func() string { return path.Join(kvEphemeralDisks, "disk-data", name, "disk.qcow2") }
-	cloudInit := func(file string) string {
-		ns := vmi.Namespace
-		if ns == "" {
-			ns = "default"
-		}
-		return path.Join(kvEphemeralDisks, "cloud-init-data", ns, vmi.Name, file)
-	}
 	switch kind {
 	case volContainerDisk:
-		return DiskSource{Type: "file", Path: overlay(), Format: "qcow2",
-			BackingPath: path.Join(kvContainerDisks, fmt.Sprintf("disk_%d.img", index)), BackingFormat: "qcow2"}, nil
+		return DiskSource{Type: "file", Path: kvOverlay(name), Format: "qcow2",
+			BackingPath: kvContainerDisks + "/disk_" + strconv.Itoa(index) + ".img", BackingFormat: "qcow2"}, nil
 	case volPVC, volDataVolume:
 		return l.claim(name), nil
 	case volEphemeral:
 		base := l.claim(name)
-		return DiskSource{Type: "file", Path: overlay(), Format: "qcow2",
+		return DiskSource{Type: "file", Path: kvOverlay(name), Format: "qcow2",
 			BackingPath: base.Path, BackingFormat: base.Format}, nil
 	case volHostDisk:
-		return DiskSource{Type: "file", Path: path.Join(kvVMIDisks, name, path.Base(v.HostDisk.Path)), Format: "raw"}, nil
+		return DiskSource{Type: "file", Path: joinPath(kvVMIDisks, name, path.Base(v.HostDisk.Path)), Format: "raw"}, nil
 	case volEmptyDisk:
-		return DiskSource{Type: "file", Path: path.Join(kvEmptyDisks, name+".qcow2"), Format: "qcow2"}, nil
+		return DiskSource{Type: "file", Path: kvEmptyDisks + "/" + name + ".qcow2", Format: "qcow2"}, nil
 	case volCloudInitNoCloud:
-		return DiskSource{Type: "file", Path: cloudInit("noCloud.iso"), Format: "raw"}, nil
+		return DiskSource{Type: "file", Path: kvCloudInit(vmi, "noCloud.iso"), Format: "raw"}, nil
 	case volCloudInitConfigDrive:
-		return DiskSource{Type: "file", Path: cloudInit("configdrive.iso"), Format: "raw"}, nil
+		return DiskSource{Type: "file", Path: kvCloudInit(vmi, "configdrive.iso"), Format: "raw"}, nil
 	case volServiceAccount:
 		return DiskSource{Type: "file", Path: kvPrivate + "/service-account-disk/service-account.iso", Format: "raw"}, nil
 	case volDownwardMetrics:
 		return DiskSource{Type: "file", Path: kvDownwardMetrics, Format: "raw"}, nil
 	}
-	if dir, ok := kvConfigISOs[kind]; ok {
-		return DiskSource{Type: "file", Path: path.Join(dir, name+".iso"), Format: "raw"}, nil
+	if dir := kvConfigISOs(kind); dir != "" {
+		return DiskSource{Type: "file", Path: dir + "/" + name + ".iso", Format: "raw"}, nil
 	}
 	return DiskSource{}, field.Forbidden(volumePath(index).Child(string(kind)), "not a disk's volume source")
+}
+
+// kvOverlay is the qcow2 overlay virt-launcher makes over a containerDisk
+// or ephemeral volume.
+func kvOverlay(volume string) string {
+	return kvEphemeralDisks + "/disk-data/" + volume + "/disk.qcow2"
+}
+
+// kvCloudInit is where virt-launcher writes a cloud-init ISO.
+func kvCloudInit(vmi *v1.VirtualMachineInstance, file string) string {
+	ns := vmi.Namespace
+	if ns == "" {
+		ns = "default"
+	}
+	return joinPath(kvEphemeralDisks, "cloud-init-data", ns, vmi.Name, file)
+}
+
+// kvConfigISOs is the folder of each config volume's ISO ("" for other
+// kinds).
+func kvConfigISOs(kind volumeKind) string {
+	switch kind {
+	case volConfigMap:
+		return kvPrivate + "/config-map-disks"
+	case volSecret:
+		return kvPrivate + "/secret-disks"
+	case volDownwardAPI:
+		return kvPrivate + "/downwardapi-disks"
+	case volSysprep:
+		return kvPrivate + "/sysprep-disks"
+	}
+	return ""
 }
 
 // claim is where virt-launcher finds a claim's volume: a block device named
@@ -106,7 +144,7 @@ func (l KubeVirtLayout) claim(volume string) DiskSource {
 	if slices.Contains(l.BlockVolumes, volume) {
 		return DiskSource{Type: "block", Path: "/dev/" + volume, Format: "raw"}
 	}
-	return DiskSource{Type: "file", Path: path.Join(kvVMIDisks, volume, "disk.img"), Format: "raw"}
+	return DiskSource{Type: "file", Path: kvVMIDisks + "/" + volume + "/disk.img", Format: "raw"}
 }
 
 // ReservationSocket is the pr-helper socket KubeVirt runs next to its pods
@@ -118,25 +156,54 @@ func (KubeVirtLayout) ReservationSocket() string { return kvPRHelperSocket }
 // the API server assigns; a VMI that has none (one read from a file) uses
 // its domain name instead, so that no path has an empty segment.
 func (KubeVirtLayout) Paths(vmi *v1.VirtualMachineInstance) Paths {
-	id := string(vmi.UID)
-	if id == "" {
-		id = DomainName(vmi)
+	const (
+		serialLog  = "/virt-serial0-log" // the serial socket's name is its start
+		vncSocket  = "/virt-vnc"
+		nvramDir   = "/var/lib/libvirt/qemu/nvram/"
+		nvramFile  = "_VARS.fd"
+		kernelDir  = "/var/run/kubevirt/container-disks/kernel-boot/"
+		socketName = len("/virt-serial0")
+	)
+	// The folder is named after the uid, or else after the domain name,
+	// "<namespace>_<name>".
+	folder := []string{kvPrivate, "/", string(vmi.UID)}
+	if vmi.UID == "" {
+		ns := vmi.Namespace
+		if ns == "" {
+			ns = "default"
+		}
+		folder = []string{kvPrivate, "/", ns, "_", vmi.Name}
 	}
-	private := "/var/run/kubevirt-private/" + id
-	p := Paths{
-		SerialSocket: private + "/virt-serial0",
-		SerialLog:    private + "/virt-serial0-log",
-		VNCSocket:    private + "/virt-vnc",
-		NVRAM:        "/var/lib/libvirt/qemu/nvram/" + vmi.Name + "_VARS.fd",
-	}
+	var kernel, initrd string
 	if kb := vmi.Spec.Domain.Firmware; kb != nil && kb.KernelBoot != nil && kb.KernelBoot.Container != nil {
-		const dir = "/var/run/kubevirt/container-disks/kernel-boot/"
 		if c := kb.KernelBoot.Container; c.KernelPath != "" {
-			p.Kernel = dir + path.Base(c.KernelPath)
+			kernel = path.Base(c.KernelPath)
 		}
 		if c := kb.KernelBoot.Container; c.InitrdPath != "" {
-			p.Initrd = dir + path.Base(c.InitrdPath)
+			initrd = path.Base(c.InitrdPath)
 		}
+	}
+	// Every path is a slice of one string (text): one allocation.
+	var t text
+	dirLen := 0
+	for _, s := range folder {
+		dirLen += len(s)
+	}
+	t.b.Grow(2*dirLen + len(serialLog) + len(vncSocket) + len(nvramDir) + len(vmi.Name) + len(nvramFile) +
+		len(kernelDir) + len(kernel) + len(kernelDir) + len(initrd))
+	log := t.join(append(folder, serialLog)...)
+	dir := log[:dirLen]
+	p := Paths{
+		SerialSocket: log[:dirLen+socketName],
+		SerialLog:    log,
+		VNCSocket:    t.join(dir, vncSocket),
+		NVRAM:        t.join(nvramDir, vmi.Name, nvramFile),
+	}
+	if kernel != "" {
+		p.Kernel = t.join(kernelDir, kernel)
+	}
+	if initrd != "" {
+		p.Initrd = t.join(kernelDir, initrd)
 	}
 	return p
 }

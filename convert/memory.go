@@ -19,18 +19,19 @@ var memoryPath = domainPath.Child("memory")
 // overhead and memlock limit); there is no pod here and the domain is the
 // same with or without it, as it is in KubeVirt.
 func (c *converter) memory(d *libvirtxml.Domain) error {
-	guest, guestPath := c.guestMemory()
-	if guest == nil || guest.Sign() <= 0 {
+	guest, from, ok := c.guestMemory()
+	if !ok || guest.Sign() <= 0 {
 		return field.Required(memoryPath.Child("guest"), "the guest needs memory: set spec.domain.memory.guest or spec.domain.resources.requests.memory")
 	}
-	size, err := memoryBytes(*guest, guestPath)
+	size, err := memoryBytes(guest, from)
 	if err != nil {
 		return err
 	}
-	d.Memory = &libvirtxml.DomainMemory{Value: uint(size), Unit: "b"}
+	c.parts.memory = libvirtxml.DomainMemory{Value: uint(size), Unit: "b"}
+	d.Memory = &c.parts.memory
 
-	if m := c.spec.Domain.Memory; m != nil && m.MaxGuest != nil && !m.MaxGuest.Equal(*guest) && !c.opts.NoMemoryHotplug {
-		maxSize, err := memoryBytes(*m.MaxGuest, memoryPath.Child("maxGuest"))
+	if m := c.spec.Domain.Memory; m != nil && m.MaxGuest != nil && !m.MaxGuest.Equal(guest) && !c.opts.NoMemoryHotplug {
+		maxSize, err := memoryBytes(*m.MaxGuest, fromMaxGuest)
 		if err != nil {
 			return err
 		}
@@ -45,33 +46,55 @@ func (c *converter) memory(d *libvirtxml.Domain) error {
 	return c.memoryBacking(d)
 }
 
-// guestMemory returns the memory the guest boots with and the path of the
-// field it comes from: spec.domain.memory.guest, else the memory request,
-// else the memory limit (as KubeVirt reads it).
-func (c *converter) guestMemory() (*resource.Quantity, *field.Path) {
+// guestMemory returns the memory the guest boots with and the field it
+// comes from: spec.domain.memory.guest, else the memory request, else the
+// memory limit (as KubeVirt reads it). ok is false when none is set.
+func (c *converter) guestMemory() (q resource.Quantity, from memoryField, ok bool) {
 	if m := c.spec.Domain.Memory; m != nil && m.Guest != nil {
-		return m.Guest, memoryPath.Child("guest")
+		return *m.Guest, fromGuest, true
 	}
 	res := c.spec.Domain.Resources
-	resPath := resourcesPath
 	if q, ok := res.Requests[k8sv1.ResourceMemory]; ok {
-		return &q, resPath.Child("requests").Key(string(k8sv1.ResourceMemory))
+		return q, fromRequest, true
 	}
 	if q, ok := res.Limits[k8sv1.ResourceMemory]; ok {
-		return &q, resPath.Child("limits").Key(string(k8sv1.ResourceMemory))
+		return q, fromLimit, true
 	}
-	return nil, memoryPath.Child("guest")
+	return resource.Quantity{}, fromGuest, false
+}
+
+// memoryField is a VMI field that gives a memory size.
+type memoryField int
+
+const (
+	fromGuest    memoryField = iota // spec.domain.memory.guest
+	fromRequest                     // spec.domain.resources.requests.memory
+	fromLimit                       // spec.domain.resources.limits.memory
+	fromMaxGuest                    // spec.domain.memory.maxGuest
+)
+
+// path is the field's path, made for an error.
+func (f memoryField) path() *field.Path {
+	switch f {
+	case fromRequest:
+		return resourcesPath.Child("requests").Key(string(k8sv1.ResourceMemory))
+	case fromLimit:
+		return resourcesPath.Child("limits").Key(string(k8sv1.ResourceMemory))
+	case fromMaxGuest:
+		return memoryPath.Child("maxGuest")
+	}
+	return memoryPath.Child("guest")
 }
 
 // memoryBytes returns a memory quantity in bytes. A quantity with a
 // fraction of a byte is rounded down, as KubeVirt does.
-func memoryBytes(q resource.Quantity, path *field.Path) (uint64, error) {
+func memoryBytes(q resource.Quantity, from memoryField) (uint64, error) {
 	n, exact := q.AsInt64()
 	if !exact {
 		n = q.Value() - 1
 	}
 	if n < 0 {
-		return 0, field.Invalid(path, q.String(), "must not be negative")
+		return 0, field.Invalid(from.path(), q.String(), "must not be negative")
 	}
 	return uint64(n), nil
 }

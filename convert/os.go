@@ -16,10 +16,12 @@ const bootMenuTimeout = "10000"
 // the firmware (BIOS or EFI, with secure boot), kernel boot and the boot
 // menu of a VMI that starts paused.
 func (c *converter) os(d *libvirtxml.Domain) error {
-	o := &libvirtxml.DomainOS{
-		Type:   &libvirtxml.DomainOSType{Arch: "x86_64", Type: "hvm"},
-		SMBios: &libvirtxml.DomainSMBios{Mode: "sysinfo"},
-	}
+	p := c.parts
+	p.osType = libvirtxml.DomainOSType{Arch: "x86_64", Type: "hvm"}
+	p.osSMBios = libvirtxml.DomainSMBios{Mode: "sysinfo"}
+	o := &p.os
+	o.Type = &p.osType
+	o.SMBios = &p.osSMBios
 	if m := c.spec.Domain.Machine; m != nil {
 		o.Type.Machine = m.Type
 	}
@@ -27,10 +29,9 @@ func (c *converter) os(d *libvirtxml.Domain) error {
 		o.BootMenu = &libvirtxml.DomainBootMenu{Enable: "yes", Timeout: bootMenuTimeout}
 	}
 	if fw := c.spec.Domain.Firmware; fw != nil {
-		for _, step := range []func(*v1.Firmware, *libvirtxml.DomainOS) error{
-			c.efi, c.bios, c.kernelBoot, c.acpiTables,
-		} {
-			if err := step(fw, o); err != nil {
+		// Each step fills its fields of o; the first refusal wins.
+		for _, err := range []error{c.efi(fw, o), c.bios(fw, o), c.kernelBoot(fw, o), c.acpiTables(fw, o)} {
+			if err != nil {
 				return err
 			}
 		}
@@ -66,9 +67,18 @@ func (c *converter) efi(fw *v1.Firmware, o *libvirtxml.DomainOS) error {
 	if c.paths.NVRAM == "" {
 		return field.Forbidden(efiPath, "the layout names no NVRAM file for the EFI variables")
 	}
-	o.Loader = &libvirtxml.DomainLoader{Path: code, Readonly: "yes", Secure: boolYesNo(secure), Type: "pflash"}
-	o.NVRam = &libvirtxml.DomainNVRam{NVRam: c.paths.NVRAM, Template: vars}
+	parts := new(efiParts)
+	parts.loader = libvirtxml.DomainLoader{Path: code, Readonly: "yes", Secure: boolYesNo(secure), Type: "pflash"}
+	parts.nvram = libvirtxml.DomainNVRam{NVRam: c.paths.NVRAM, Template: vars}
+	o.Loader, o.NVRam = &parts.loader, &parts.nvram
 	return nil
+}
+
+// efiParts are the firmware and variable store of an EFI guest,
+// allocated together.
+type efiParts struct {
+	loader libvirtxml.DomainLoader
+	nvram  libvirtxml.DomainNVRam
 }
 
 // bios writes the SeaBIOS options: useSerial sends its output to the serial

@@ -20,7 +20,7 @@ import (
 // its admission refuses unless the ExperimentalIgnitionSupport gate is on).
 func (c *converter) unsupported(*libvirtxml.Domain) error {
 	for _, r := range refusals {
-		if r.set(c) {
+		if r.set(c.vmi) {
 			return field.Forbidden(r.path, r.why)
 		}
 	}
@@ -32,17 +32,17 @@ func (c *converter) unsupported(*libvirtxml.Domain) error {
 
 // refusals are the fields unsupported refuses, in the order it checks them.
 var refusals = []struct {
-	set  func(c *converter) bool
+	set  func(vmi *v1.VirtualMachineInstance) bool
 	path *field.Path
 	why  string
 }{
-	{func(c *converter) bool { return c.spec.LivenessProbe != nil }, specPath.Child("livenessProbe"), "probes are run by KubeVirt's virt-handler, not by libvirt"},
-	{func(c *converter) bool { return c.spec.ReadinessProbe != nil }, specPath.Child("readinessProbe"), "probes are run by KubeVirt's virt-handler, not by libvirt"},
-	{func(c *converter) bool { return len(c.spec.AccessCredentials) > 0 }, specPath.Child("accessCredentials"), "access credentials are propagated by KubeVirt's guest agent integration"},
-	{func(c *converter) bool { return len(c.spec.ResourceClaims) > 0 }, specPath.Child("resourceClaims"), "dynamic resource allocation needs a cluster"},
-	{func(c *converter) bool { return len(c.spec.UtilityVolumes) > 0 }, specPath.Child("utilityVolumes"), "utility volumes need a cluster"},
-	{func(c *converter) bool { return c.spec.Domain.LaunchSecurity != nil }, domainPath.Child("launchSecurity"), "confidential computing (SEV, TDX, Secure Execution) is not converted"},
-	{func(c *converter) bool { return len(c.spec.Domain.Devices.Filesystems) > 0 }, devicesPath.Child("filesystems"), "virtiofs filesystems need virtiofsd, which the converter does not set up"},
-	{func(c *converter) bool { return c.vmi.Annotations[v1.IgnitionAnnotation] != "" }, field.NewPath("metadata", "annotations").Key(v1.IgnitionAnnotation),
+	{func(vmi *v1.VirtualMachineInstance) bool { return vmi.Spec.LivenessProbe != nil }, specPath.Child("livenessProbe"), "probes are run by KubeVirt's virt-handler, not by libvirt"},
+	{func(vmi *v1.VirtualMachineInstance) bool { return vmi.Spec.ReadinessProbe != nil }, specPath.Child("readinessProbe"), "probes are run by KubeVirt's virt-handler, not by libvirt"},
+	{func(vmi *v1.VirtualMachineInstance) bool { return len(vmi.Spec.AccessCredentials) > 0 }, specPath.Child("accessCredentials"), "access credentials are propagated by KubeVirt's guest agent integration"},
+	{func(vmi *v1.VirtualMachineInstance) bool { return len(vmi.Spec.ResourceClaims) > 0 }, specPath.Child("resourceClaims"), "dynamic resource allocation needs a cluster"},
+	{func(vmi *v1.VirtualMachineInstance) bool { return len(vmi.Spec.UtilityVolumes) > 0 }, specPath.Child("utilityVolumes"), "utility volumes need a cluster"},
+	{func(vmi *v1.VirtualMachineInstance) bool { return vmi.Spec.Domain.LaunchSecurity != nil }, domainPath.Child("launchSecurity"), "confidential computing (SEV, TDX, Secure Execution) is not converted"},
+	{func(vmi *v1.VirtualMachineInstance) bool { return len(vmi.Spec.Domain.Devices.Filesystems) > 0 }, devicesPath.Child("filesystems"), "virtiofs filesystems need virtiofsd, which the converter does not set up"},
+	{func(vmi *v1.VirtualMachineInstance) bool { return vmi.Annotations[v1.IgnitionAnnotation] != "" }, field.NewPath("metadata", "annotations").Key(v1.IgnitionAnnotation),
 		"Ignition data reaches the guest through a file KubeVirt writes and passes with -fw_cfg (feature gate ExperimentalIgnitionSupport); the converter does not"},
 }

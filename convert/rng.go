@@ -8,11 +8,10 @@ func (c *converter) rng(d *libvirtxml.Domain) error {
 	if c.spec.Domain.Devices.Rng == nil {
 		return nil
 	}
-	d.Devices.RNGs = append(d.Devices.RNGs, libvirtxml.DomainRNG{
-		Model: c.virtioModel,
-		Backend: &libvirtxml.DomainRNGBackend{
-			Random: &libvirtxml.DomainRNGBackendRandom{Device: "/dev/urandom"},
-		},
-	})
+	p := c.parts
+	p.rngRandom.Device = "/dev/urandom"
+	p.rngBackend.Random = &p.rngRandom
+	p.rngs[0] = libvirtxml.DomainRNG{Model: c.virtioModel, Backend: &p.rngBackend}
+	d.Devices.RNGs = p.rngs[:]
 	return nil
 }

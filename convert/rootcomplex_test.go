@@ -14,7 +14,7 @@ import (
 func TestRootComplexFull(t *testing.T) {
 	vmi := &v1.VirtualMachineInstance{}
 	vmi.Annotations = map[string]string{v1.PlacePCIDevicesOnRootComplex: "true"}
-	c := &converter{vmi: vmi, spec: &vmi.Spec}
+	c := newConverter(vmi, Options{})
 	for n, wantErr := range map[int]bool{28: false, 29: true} {
 		d := &libvirtxml.Domain{Devices: &libvirtxml.DomainDeviceList{Interfaces: make([]libvirtxml.DomainInterface, n)}}
 		err := c.rootComplex(d)

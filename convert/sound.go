@@ -24,6 +24,6 @@ func (c *converter) sound(d *libvirtxml.Domain) error {
 	if !slices.Contains(soundModels, model) {
 		return field.NotSupported(devicesPath.Child("sound", "model"), model, soundModels)
 	}
-	d.Devices.Sounds = append(d.Devices.Sounds, libvirtxml.DomainSound{Model: model, Alias: uaAlias(s.Name)})
+	d.Devices.Sounds = append(d.Devices.Sounds, libvirtxml.DomainSound{Model: model, Alias: c.uaAlias(s.Name)})
 	return nil
 }

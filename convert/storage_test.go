@@ -38,15 +38,16 @@ func TestTargetNamerKeepsStatusTargets(t *testing.T) {
 	}
 	// b already runs as sda: a and d take the next free names.
 	vmi.Status.VolumeStatus = []v1.VolumeStatus{{Name: "b", Target: "sda"}}
-	n := newTargetNamer(vmi)
+	c := newConverter(vmi, Options{})
+	b := diskBuilder{parts: make([]diskParts, len(vmi.Spec.Domain.Devices.Disks))}
 	type res struct {
 		name string
 		unit uint
 	}
 	got := []res{}
-	for _, d := range vmi.Spec.Domain.Devices.Disks {
-		name, unit := n.name(d.Name, diskBus(&d))
-		got = append(got, res{name, unit})
+	for i, d := range vmi.Spec.Domain.Devices.Disks {
+		c.diskTarget(&b, i, diskBus(&d))
+		got = append(got, res{b.parts[i].target.Dev, b.parts[i].unit})
 	}
 	want := []res{{"sdb", 1}, {"sda", 0}, {"vda", 0}, {"sdc", 2}}
 	for i := range want {
@@ -91,7 +92,7 @@ func TestIOThreadPlan(t *testing.T) {
 			for i, ded := range tc.dedicated {
 				vmi.Spec.Domain.Devices.Disks = append(vmi.Spec.Domain.Devices.Disks, diskNamed(string(rune('a'+i)), v1.DiskBusVirtio, ded))
 			}
-			c := &converter{vmi: vmi, spec: &vmi.Spec}
+			c := newConverter(vmi, Options{})
 			got, err := c.ioThreadPlan()
 			if err != nil {
 				t.Fatal(err)
@@ -121,7 +122,7 @@ func TestIOThreadPlanRefusals(t *testing.T) {
 		vmi := &v1.VirtualMachineInstance{}
 		vmi.Spec.Domain.IOThreadsPolicy = tc.policy
 		vmi.Spec.Domain.IOThreads = tc.threads
-		c := &converter{vmi: vmi, spec: &vmi.Spec}
+		c := newConverter(vmi, Options{})
 		_, err := c.ioThreadPlan()
 		assertField(t, tc.name, err, tc.field)
 	}
@@ -267,7 +268,7 @@ func TestDiskFields(t *testing.T) {
 		{Name: "iso", DiskDevice: v1.DiskDevice{CDRom: &v1.CDRomTarget{Bus: v1.DiskBusSATA, Tray: v1.TrayStateClosed}}},
 		{Name: "empty", DiskDevice: v1.DiskDevice{CDRom: &v1.CDRomTarget{Bus: v1.DiskBusUSB}}},
 	}
-	c := &converter{vmi: vmi, spec: &vmi.Spec, opts: Options{Layout: KubeVirtLayout{}}, virtioModel: "virtio-non-transitional"}
+	c := newConverter(vmi, Options{Layout: KubeVirtLayout{}})
 	d := &libvirtxml.Domain{Devices: &libvirtxml.DomainDeviceList{}}
 	for _, area := range []func(*converter, *libvirtxml.Domain) error{(*converter).iothreads, (*converter).disks, (*converter).controllers} {
 		if err := area(c, d); err != nil {
@@ -327,7 +328,7 @@ func TestDiskRefusals(t *testing.T) {
 	} {
 		vmi := storageVMI(v1.Volume{Name: "v", VolumeSource: v1.VolumeSource{EmptyDisk: &v1.EmptyDiskSource{}}})
 		vmi.Spec.Domain.Devices.Disks = []v1.Disk{tc.disk}
-		c := &converter{vmi: vmi, spec: &vmi.Spec, opts: Options{Layout: KubeVirtLayout{}}, virtioModel: "virtio-non-transitional"}
+		c := newConverter(vmi, Options{Layout: KubeVirtLayout{}})
 		d := &libvirtxml.Domain{Devices: &libvirtxml.DomainDeviceList{}}
 		assertField(t, tc.name, c.disks(d), tc.field)
 	}
@@ -349,7 +350,7 @@ func TestLUNReservation(t *testing.T) {
 		{KubeVirtLayout{BlockVolumes: []string{"lun"}}, "no", "/var/run/kubevirt/daemons/pr/pr-helper.sock"},
 		{HostLayout{StateDir: "/s", Claims: map[string]DiskSource{"san": {Type: "block", Path: "/dev/sdx"}}}, "yes", ""},
 	} {
-		c := &converter{vmi: vmi, spec: &vmi.Spec, opts: Options{Layout: tc.layout}, virtioModel: "virtio-non-transitional"}
+		c := newConverter(vmi, Options{Layout: tc.layout})
 		d := &libvirtxml.Domain{Devices: &libvirtxml.DomainDeviceList{}}
 		if err := c.disks(d); err != nil {
 			t.Fatal(err)
@@ -384,7 +385,7 @@ func TestSCSIControllerIOThread(t *testing.T) {
 		diskNamed("b", v1.DiskBusVirtio, false),
 		diskNamed("c", v1.DiskBusSCSI, true),
 	}
-	c := &converter{vmi: vmi, spec: &vmi.Spec, opts: Options{Layout: KubeVirtLayout{}}, virtioModel: "virtio-non-transitional"}
+	c := newConverter(vmi, Options{Layout: KubeVirtLayout{}})
 	// limit 4, one dedicated: shared threads 1 and 2; a -> 1, b -> 2, so the
 	// controller's turn comes back to 1.
 	d := &libvirtxml.Domain{Devices: &libvirtxml.DomainDeviceList{}}

@@ -12,8 +12,8 @@ import "libvirt.org/go/libvirtxml"
 // empty <bios>, <baseBoard> and <chassis> elements besides), which libvirt
 // reads as absent or, for the empty elements, refuses.
 func (c *converter) sysinfo(d *libvirtxml.Domain) error {
-	smbios := &libvirtxml.DomainSysInfoSMBIOS{}
-	var system []libvirtxml.DomainSysInfoEntry
+	p := c.parts
+	system := p.systemEntries[:0]
 	if fw := c.spec.Domain.Firmware; fw != nil {
 		system = appendEntries(system,
 			"uuid", string(fw.UUID),
@@ -29,7 +29,8 @@ func (c *converter) sysinfo(d *libvirtxml.Domain) error {
 		"version", s.Version,
 	)
 	if len(system) > 0 {
-		smbios.System = &libvirtxml.DomainSysInfoSystem{Entry: system}
+		p.system.Entry = system
+		p.smbios.System = &p.system
 	}
 	if ch := c.spec.Domain.Chassis; ch != nil {
 		entries := appendEntries(nil,
@@ -40,10 +41,11 @@ func (c *converter) sysinfo(d *libvirtxml.Domain) error {
 			"sku", ch.Sku,
 		)
 		if len(entries) > 0 {
-			smbios.Chassis = &libvirtxml.DomainSysInfoChassis{Entry: entries}
+			p.smbios.Chassis = &libvirtxml.DomainSysInfoChassis{Entry: entries}
 		}
 	}
-	d.SysInfo = append(d.SysInfo, libvirtxml.DomainSysInfo{SMBIOS: smbios})
+	p.sysInfo[0].SMBIOS = &p.smbios
+	d.SysInfo = p.sysInfo[:]
 	return nil
 }
 

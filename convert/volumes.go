@@ -34,32 +34,27 @@ const (
 // (a buffer of two on the caller's stack saves an allocation).
 func volumeKinds(v *v1.Volume, kinds []volumeKind) []volumeKind {
 	s := &v.VolumeSource
-	set := []struct {
-		on   bool
-		kind volumeKind
-	}{
-		{s.ContainerDisk != nil, volContainerDisk},
-		{s.PersistentVolumeClaim != nil, volPVC},
-		{s.DataVolume != nil, volDataVolume},
-		{s.HostDisk != nil, volHostDisk},
-		{s.EmptyDisk != nil, volEmptyDisk},
-		{s.Ephemeral != nil, volEphemeral},
-		{s.CloudInitNoCloud != nil, volCloudInitNoCloud},
-		{s.CloudInitConfigDrive != nil, volCloudInitConfigDrive},
-		{s.ConfigMap != nil, volConfigMap},
-		{s.Secret != nil, volSecret},
-		{s.ServiceAccount != nil, volServiceAccount},
-		{s.DownwardAPI != nil, volDownwardAPI},
-		{s.Sysprep != nil, volSysprep},
-		{s.DownwardMetrics != nil, volDownwardMetrics},
-		{s.MemoryDump != nil, volMemoryDump},
-		{s.ContainerPath != nil, volContainerPath},
-	}
-	for _, k := range set {
-		if k.on {
-			kinds = append(kinds, k.kind)
+	add := func(set bool, kind volumeKind) {
+		if set {
+			kinds = append(kinds, kind)
 		}
 	}
+	add(s.ContainerDisk != nil, volContainerDisk)
+	add(s.PersistentVolumeClaim != nil, volPVC)
+	add(s.DataVolume != nil, volDataVolume)
+	add(s.HostDisk != nil, volHostDisk)
+	add(s.EmptyDisk != nil, volEmptyDisk)
+	add(s.Ephemeral != nil, volEphemeral)
+	add(s.CloudInitNoCloud != nil, volCloudInitNoCloud)
+	add(s.CloudInitConfigDrive != nil, volCloudInitConfigDrive)
+	add(s.ConfigMap != nil, volConfigMap)
+	add(s.Secret != nil, volSecret)
+	add(s.ServiceAccount != nil, volServiceAccount)
+	add(s.DownwardAPI != nil, volDownwardAPI)
+	add(s.Sysprep != nil, volSysprep)
+	add(s.DownwardMetrics != nil, volDownwardMetrics)
+	add(s.MemoryDump != nil, volMemoryDump)
+	add(s.ContainerPath != nil, volContainerPath)
 	return kinds
 }
 
@@ -87,17 +82,17 @@ func checkVolume(vmi *v1.VirtualMachineInstance, index int) (*v1.Volume, volumeK
 		return nil, "", field.NotFound(volumePath(index), index)
 	}
 	v := &vmi.Spec.Volumes[index]
-	p := volumePath(index)
-	if v.Name == "" || v.Name == "." || v.Name == ".." || strings.ContainsAny(v.Name, "/\x00") {
+	p := itemPath{volumesPath, index}
+	if v.Name == "" || v.Name == "." || v.Name == ".." || strings.IndexByte(v.Name, '/') >= 0 || strings.IndexByte(v.Name, 0) >= 0 {
 		return nil, "", field.Invalid(p.Child("name"), v.Name, "must be usable as a file name")
 	}
 	var buf [2]volumeKind
 	kinds := volumeKinds(v, buf[:0])
 	switch {
 	case len(kinds) == 0:
-		return nil, "", field.Required(p, "a volume source")
+		return nil, "", field.Required(p.path(), "a volume source")
 	case len(kinds) > 1:
-		return nil, "", field.Invalid(p, kinds, "a volume has exactly one source")
+		return nil, "", field.Invalid(p.path(), kinds, "a volume has exactly one source")
 	}
 	kind := kinds[0]
 	switch kind {
@@ -147,7 +142,7 @@ func checkVolume(vmi *v1.VirtualMachineInstance, index int) (*v1.Volume, volumeK
 
 // hasDotDot tells whether a slash-separated path has a ".." component.
 func hasDotDot(p string) bool {
-	for _, part := range strings.Split(p, "/") {
+	for part := range strings.SplitSeq(p, "/") {
 		if part == ".." {
 			return true
 		}
@@ -158,10 +153,10 @@ func hasDotDot(p string) bool {
 // discardOnCDROM tells whether a CD-ROM backed by a volume of this kind gets
 // discard=unmap, as KubeVirt's converter sets it per source (disks and LUNs
 // always get it).
-var discardOnCDROM = map[volumeKind]bool{
-	volContainerDisk: true,
-	volPVC:           true,
-	volDataVolume:    true,
-	volEmptyDisk:     true,
-	volEphemeral:     true,
+func discardOnCDROM(kind volumeKind) bool {
+	switch kind {
+	case volContainerDisk, volPVC, volDataVolume, volEmptyDisk, volEphemeral:
+		return true
+	}
+	return false
 }

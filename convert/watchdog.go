@@ -36,7 +36,7 @@ func (c *converter) watchdog(d *libvirtxml.Domain) error {
 	d.Devices.Watchdogs = append(d.Devices.Watchdogs, libvirtxml.DomainWatchdog{
 		Model:  "i6300esb",
 		Action: action,
-		Alias:  uaAlias(w.Name),
+		Alias:  c.uaAlias(w.Name),
 	})
 	return nil
 }
