@@ -42,6 +42,6 @@
 //   - The converter lives on Convert's stack: Convert calls the areas in
 //     turn rather than through a table of functions.
 //
-// TestAllocsPerStage and TestConvertBytes (internal/pipeline) pin the
-// allocations and the bytes of a conversion of every sample VMI.
+// TestAllocsPerStage (internal/pipeline) pins the allocations and the
+// bytes of a conversion of every sample VMI.
 package convert

@@ -2,6 +2,7 @@ package pipeline_test
 
 import (
 	"fmt"
+	"runtime"
 	"testing"
 
 	"github.com/vmi2libvirt/vmi2libvirt/api"
@@ -11,28 +12,30 @@ import (
 )
 
 // allocBounds are the most allocations each stage may make per sample of
-// examples/vmis: what it made when the bounds were set, plus a margin of
-// about 5%. Allocation counts are deterministic where times are not, so a
-// stage that starts allocating more fails here; a bound may be lowered
-// when a stage gets cheaper.
-var allocBounds = map[string]struct{ decode, validate, convert, marshal, run int }{
-	"vm-fedora":               {177, 70, 104, 3, 366},
-	"vmi-cirros":              {120, 57, 89, 3, 287},
-	"vmi-dedicated-hugepages": {156, 63, 103, 3, 342},
-	"vmi-efi-secureboot":      {120, 54, 94, 3, 285},
-	"vmi-fedora-cloudinit":    {220, 81, 121, 3, 437},
-	"vmi-hostdisk":            {134, 63, 102, 3, 319},
-	"vmi-iothreads":           {170, 71, 123, 3, 382},
-	"vmi-kernel-boot":         {98, 46, 69, 3, 230},
-	"vmi-multus-bridge":       {147, 58, 103, 3, 325},
-	"vmi-pvc-datavolume":      {141, 70, 94, 3, 323},
-	"vmi-tiny":                {101, 45, 63, 3, 226},
-	"vmi-windows":             {304, 87, 153, 5, 558},
+// examples/vmis, and the most bytes convert may allocate: what they were
+// when the bounds were set, plus a margin of about 5%. Allocations and
+// bytes are deterministic where times are not, so a stage that starts
+// allocating more fails here; a bound may be lowered when a stage gets
+// cheaper. Convert's bytes are pinned as well as its allocations: with a
+// dozen allocations left, bytes are what the garbage collector charges.
+var allocBounds = map[string]struct{ decode, validate, convert, marshal, run, convertBytes int }{
+	"vm-fedora":               {177, 70, 19, 2, 281, 9760},
+	"vmi-cirros":              {120, 57, 16, 2, 215, 8224},
+	"vmi-dedicated-hugepages": {156, 63, 27, 2, 265, 9384},
+	"vmi-efi-secureboot":      {120, 54, 19, 2, 210, 8616},
+	"vmi-fedora-cloudinit":    {220, 81, 18, 2, 334, 10320},
+	"vmi-hostdisk":            {134, 63, 18, 2, 235, 9472},
+	"vmi-iothreads":           {170, 71, 18, 2, 277, 10304},
+	"vmi-kernel-boot":         {98, 46, 11, 2, 173, 6696},
+	"vmi-multus-bridge":       {147, 58, 19, 2, 241, 9168},
+	"vmi-pvc-datavolume":      {141, 70, 14, 2, 243, 8808},
+	"vmi-tiny":                {101, 45, 7, 2, 170, 6352},
+	"vmi-windows":             {304, 87, 31, 4, 436, 13344},
 }
 
 // TestAllocsPerStage pins the allocations of each stage of the pipeline
-// (decode, validate, convert, marshal, and Run as a whole) for
-// every sample, as upper bounds (allocBounds).
+// (decode, validate, convert, marshal, and Run as a whole) and the bytes
+// convert allocates, for every sample, as upper bounds (allocBounds).
 func TestAllocsPerStage(t *testing.T) {
 	opts := convert.KubeVirtOptions()
 	for _, s := range samples(t) {
@@ -72,8 +75,27 @@ func TestAllocsPerStage(t *testing.T) {
 				t.Errorf("%s: %s makes %d allocations, more than its bound %d", s.name, st.name, n, st.bound)
 			}
 		}
-		t.Logf("%s: %v", s.name, got)
+		b := bytesPerRun(20, func() { _, err := convert.Convert(vmi, opts); must(t, err) })
+		if b > bound.convertBytes {
+			t.Errorf("%s: convert allocates %d bytes, more than its bound %d", s.name, b, bound.convertBytes)
+		}
+		t.Logf("%s: allocations %v, convert bytes %d", s.name, got, b)
 	}
+}
+
+// bytesPerRun is testing.AllocsPerRun for bytes: the bytes f allocates
+// on average over runs calls, after one call to warm up, on one
+// processor.
+func bytesPerRun(runs int, f func()) int {
+	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(1))
+	f()
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	for range runs {
+		f()
+	}
+	runtime.ReadMemStats(&after)
+	return int((after.TotalAlloc - before.TotalAlloc) / uint64(runs))
 }
 
 func decodeOnly(data []byte) error {
