@@ -78,7 +78,8 @@ type Config struct {
 	// when unset.
 	Launcher launcher.Config
 
-	// HTTPAddress is where /metrics, /healthz and /readyz are served;
+	// HTTPAddress is where /metrics, /healthz, /readyz and /consoles (the
+	// stream ports of StreamAddress) are served;
 	// empty: DefaultHTTPAddress; "off": nowhere. A port 0 is chosen by the
 	// system and logged ("serving metrics and health").
 	HTTPAddress string
