@@ -33,8 +33,9 @@ import (
 // guest's VGA text mode, 720x400. A VMI with autoattachSerialConsole and
 // autoattachGraphicsDevice false has no port, and its entry holds the
 // launcher's errors naming those fields. Stopping the agent closes the
-// ports; the next agent of the node opens new ones for the same guest;
-// deleting the VMI closes them and drops its entry.
+// ports; the next agent of the node opens new ones for the same guests; a
+// guest that powers off (its object stays, Succeeded) and a VMI deleted
+// have their ports closed and their entries dropped.
 func TestE2EConsoleVNC(t *testing.T) {
 	w := newWorld(t)
 	ns, node, dir := w.namespace(t, "console"), uniqueName("node"), stateDir(t)
@@ -49,8 +50,10 @@ func TestE2EConsoleVNC(t *testing.T) {
 	headless := bound(guestVMI(ns, "headless", 60, testguest.ActionACPI), node)
 	headless.Spec.Domain.Devices.AutoattachSerialConsole = &off
 	headless.Spec.Domain.Devices.AutoattachGraphicsDevice = &off
+	plain := bound(guestVMI(ns, "plain", 60, testguest.ActionACPI), node)
 	w.create(t, tiny)
 	w.create(t, headless)
+	w.create(t, plain)
 
 	// The entry of the paused VMI, found as an operator finds it.
 	entry := a.waitStreams(t, ns, "tiny", 3*time.Minute)
@@ -121,8 +124,10 @@ func TestE2EConsoleVNC(t *testing.T) {
 	}
 	var all []agent.VMIStreams
 	a.getJSON(t, "/consoles", http.StatusOK, &all)
-	if len(all) != 2 || all[0].Name != "headless" || all[1].Name != "tiny" || all[1].Console != entry.Console {
-		t.Errorf("/consoles: %+v, want headless and tiny, in that order", all)
+	a.waitStreams(t, ns, "plain", 3*time.Minute)
+	a.getJSON(t, "/consoles", http.StatusOK, &all)
+	if len(all) != 3 || all[0].Name != "headless" || all[1].Name != "plain" || all[2].Name != "tiny" || all[2].Console != entry.Console {
+		t.Errorf("/consoles: %+v, want headless, plain and tiny, in that order", all)
 	}
 
 	// Stopping the agent closes the ports, and the attached client.
@@ -144,6 +149,22 @@ func TestE2EConsoleVNC(t *testing.T) {
 	typeLine(t, console, "echo again-$((2+3))")
 	out.waitFor(t, "\nagain-5", 0, time.Minute)
 
+	// A guest that powers off (told so on its console) closes its ports;
+	// its object stays, Succeeded.
+	plainEntry := a.waitStreams(t, ns, "plain", time.Minute)
+	plainConsole := dialStream(t, plainEntry.Console)
+	plainOut := readAll(plainConsole)
+	a.waitFor(ctx, t, "address="+plainEntry.Console+" client=")
+	typeLine(t, plainConsole, "poweroff -f")
+	if err := plainOut.end(t, 2*time.Minute); err != io.EOF {
+		t.Errorf("console client once the guest powered off: read %v, want io.EOF", err)
+	}
+	w.waitPhase(t, ns, "plain", virtv1.Succeeded, time.Minute)
+	a.waitNoStreams(t, ns, "plain", time.Minute)
+	for _, addr := range []string{plainEntry.Console, plainEntry.VNC, plainEntry.VNCWebSocket} {
+		refused(t, addr)
+	}
+
 	// Deleting the VMI: the guest powers off, the client is disconnected,
 	// the ports close and the entry goes.
 	if err := w.client.Delete(ctx, w.get(t, ns, "tiny")); err != nil {
@@ -161,6 +182,10 @@ func TestE2EConsoleVNC(t *testing.T) {
 		t.Fatal(err)
 	}
 	w.waitGone(t, ns, "headless", 2*time.Minute)
+	if err := w.client.Delete(ctx, w.get(t, ns, "plain")); err != nil {
+		t.Fatal(err)
+	}
+	w.waitGone(t, ns, "plain", 2*time.Minute)
 	a.getJSON(t, "/consoles", http.StatusOK, &all)
 	if len(all) != 0 {
 		t.Errorf("/consoles after both VMIs were deleted: %+v, want none", all)
