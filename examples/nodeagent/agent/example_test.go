@@ -28,9 +28,9 @@ func ExampleRun() {
 	defer stop()
 	log := slog.New(slog.NewTextHandler(os.Stderr, nil))
 	err = agent.Run(ctx, restConfig, agent.Config{
-		Node:        "node01",
-		Claim:       true,
-		Launcher:    launcher.Config{Emulate: true, Layout: convert.HostLayout{StateDir: "/var/lib/vmi2libvirt/node01"}},
+		Node:          "node01",
+		Claim:         true,
+		Launcher:      launcher.Config{Emulate: true, Layout: convert.HostLayout{StateDir: "/var/lib/vmi2libvirt/node01"}},
 		HTTPAddress:   "127.0.0.1:0",
 		StreamAddress: "127.0.0.1", // console and VNC ports per VMI, listed at /consoles
 		Logger:        log,
