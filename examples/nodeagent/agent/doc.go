@@ -104,7 +104,9 @@
 // running here gets three TCP ports there, chosen by the system: its
 // serial console (raw bytes both ways: nc, socat), its VNC display (RFB:
 // any VNC viewer) and that display as WebSocket binary messages at any
-// path (noVNC, virtctl vnc --proxy-only's clients). A controller of its
+// path (websocat, noVNC's WebSocket; a browser page only from that same
+// host and port, as launcher.StreamServer checks the Origin of a
+// WebSocket). A controller of its
 // own ("vmi-streams") opens them once the launcher reports the VMI
 // Running — paused too, and while it shuts down — and closes them, with
 // their clients, when its guest stops, its object goes or the agent

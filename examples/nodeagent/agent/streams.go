@@ -36,8 +36,9 @@ type VMIStreams struct {
 	// viewer); empty when the VMI has none.
 	VNC string `json:"vnc,omitempty"`
 	// VNCWebSocket is the host:port where the VNC display is served as
-	// WebSocket binary messages, at any path (noVNC, websockify's
-	// clients, virtctl vnc --proxy-only's).
+	// WebSocket binary messages, at any path (websocat, noVNC's
+	// WebSocket; browser pages of other origins are refused, as
+	// launcher.StreamServer refuses them).
 	VNCWebSocket string `json:"vncWebSocket,omitempty"`
 	// VNCError is the launcher's error for a VMI without a VNC display
 	// (spec.domain.devices.autoattachGraphicsDevice false).
