@@ -5,6 +5,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"net"
 	"path/filepath"
 
 	"k8s.io/apimachinery/pkg/labels"
@@ -23,7 +24,8 @@ type config struct {
 	NodeLabels labels.Set // this node's labels, for -claim
 	StateDir   string     // one state folder per VMI below it (absolute)
 
-	MetricsAddress string // where /metrics, /healthz and /readyz are served
+	MetricsAddress string // where /metrics, /healthz, /readyz and /consoles are served
+	StreamAddress  string // IP of each running VMI's console and VNC ports; empty: none
 }
 
 // parseFlags reads the command line (without the program name). Errors name
@@ -46,9 +48,11 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	})
 	fs.StringVar(&cfg.StateDir, "state-dir", launcher.DefaultStateDir, "`DIR` holding one state folder per VMI")
 	fs.StringVar(&cfg.MetricsAddress, "metrics-address", agent.DefaultHTTPAddress,
-		"`ADDR` serving /metrics, /healthz and /readyz (port 0: any free port, logged; off: none)")
+		"`ADDR` serving /metrics, /healthz, /readyz and /consoles (port 0: any free port, logged; off: none)")
+	fs.StringVar(&cfg.StreamAddress, "stream-address", "",
+		"`IP` on which each running VMI gets a serial console, a VNC and a VNC WebSocket port, listed at /consoles (keep it loopback: 127.0.0.1; empty: no ports)")
 	fs.Usage = func() {
-		fmt.Fprintln(stderr, "usage: nodeagent -kubeconfig FILE -node NAME [-emulate] [-claim] [-node-labels k=v,...] [-state-dir DIR] [-metrics-address ADDR]")
+		fmt.Fprintln(stderr, "usage: nodeagent -kubeconfig FILE -node NAME [-emulate] [-claim] [-node-labels k=v,...] [-state-dir DIR] [-metrics-address ADDR] [-stream-address IP]")
 		fs.PrintDefaults()
 	}
 	if err := fs.Parse(args); err != nil {
@@ -67,6 +71,9 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	// object's name: it must be both.
 	if errs := append(validation.IsDNS1123Subdomain(cfg.Node), validation.IsValidLabelValue(cfg.Node)...); len(errs) > 0 {
 		return config{}, fmt.Errorf("-node: invalid value %q: %s", cfg.Node, errs[0])
+	}
+	if cfg.StreamAddress != "" && net.ParseIP(cfg.StreamAddress) == nil {
+		return config{}, fmt.Errorf("-stream-address: invalid value %q: not an IP address (such as 127.0.0.1)", cfg.StreamAddress)
 	}
 	if cfg.StateDir == "" {
 		return config{}, errors.New("-state-dir: must not be empty")

@@ -3,7 +3,7 @@
 // kubevirt.io/nodeName=NAME on a Kubernetes API server with the library's
 // launcher, on this machine's libvirt, and writes their status back.
 //
-//	go run . -kubeconfig FILE -node NAME [-emulate] [-claim] [-node-labels k=v,...] [-state-dir DIR] [-metrics-address ADDR]
+//	go run . -kubeconfig FILE -node NAME [-emulate] [-claim] [-node-labels k=v,...] [-state-dir DIR] [-metrics-address ADDR] [-stream-address IP]
 //
 // (from examples/nodeagent: it is a Go module of its own, so that
 // controller-runtime never enters the library's module graph.) It runs in
@@ -11,6 +11,14 @@
 // when it stops: the next agent of the same node adopts them. Package
 // agent (examples/nodeagent/agent) is the agent itself, for programs that
 // embed it.
+//
+// With -stream-address 127.0.0.1 each running VMI gets loopback ports of
+// its own for its serial console and its VNC display, listed as JSON at
+// /consoles of the metrics address:
+//
+//	curl -s http://127.0.0.1:8080/consoles/default/tiny
+//	socat -,rawer,escape=0x1d tcp:127.0.0.1:PORT   # the "console" port; Ctrl-] leaves
+//	vncviewer 127.0.0.1::PORT                       # the "vnc" port
 package main
 
 import (
@@ -67,7 +75,8 @@ func run(ctx context.Context, cfg config, log *slog.Logger) error {
 			Emulate: cfg.Emulate,
 			Layout:  convert.HostLayout{StateDir: cfg.StateDir},
 		},
-		HTTPAddress: cfg.MetricsAddress,
-		Logger:      log,
+		HTTPAddress:   cfg.MetricsAddress,
+		StreamAddress: cfg.StreamAddress,
+		Logger:        log,
 	})
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"flag"
 	"io"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -42,9 +43,10 @@ func TestParseFlags(t *testing.T) {
 		{
 			name: "all",
 			args: []string{"-kubeconfig", "/k", "-node", "node-a", "-emulate", "-claim", "-node-labels", "zone=a,kubevirt.io/schedulable=true",
-				"-state-dir", "/s", "-metrics-address", "127.0.0.1:0"},
+				"-state-dir", "/s", "-metrics-address", "127.0.0.1:0", "-stream-address", "127.0.0.1"},
 			want: config{Kubeconfig: "/k", Node: "node-a", Emulate: true, Claim: true,
-				NodeLabels: labels.Set{"zone": "a", "kubevirt.io/schedulable": "true"}, StateDir: "/s", MetricsAddress: "127.0.0.1:0"},
+				NodeLabels: labels.Set{"zone": "a", "kubevirt.io/schedulable": "true"}, StateDir: "/s", MetricsAddress: "127.0.0.1:0",
+				StreamAddress: "127.0.0.1"},
 		},
 		{
 			name: "defaults",
@@ -64,6 +66,10 @@ func TestParseFlags(t *testing.T) {
 			err: `-node: invalid value "` + strings.Repeat("a", 64) + `": must be no more than 63 characters`},
 		{name: "bad node label", args: []string{"-kubeconfig", "/k", "-node", "a", "-node-labels", "zone"},
 			err: `invalid value "zone" for flag -node-labels: invalid selector: [zone]`},
+		{name: "stream address with a port", args: []string{"-kubeconfig", "/k", "-node", "a", "-stream-address", "127.0.0.1:5900"},
+			err: `-stream-address: invalid value "127.0.0.1:5900": not an IP address (such as 127.0.0.1)`},
+		{name: "stream address a host name", args: []string{"-kubeconfig", "/k", "-node", "a", "-stream-address", "localhost"},
+			err: `-stream-address: invalid value "localhost": not an IP address (such as 127.0.0.1)`},
 		{name: "empty state dir", args: []string{"-kubeconfig", "/k", "-node", "a", "-state-dir", ""}, err: "-state-dir: must not be empty"},
 		{name: "argument", args: []string{"-kubeconfig", "/k", "-node", "a", "vmi.yaml"}, err: `unexpected argument "vmi.yaml"`},
 	}
@@ -119,12 +125,12 @@ func TestRefusesWithoutCRD(t *testing.T) {
 // use: a node name that is a DNS subdomain and a label value, node labels
 // that are valid labels, an absolute state folder.
 func FuzzParseFlags(f *testing.F) {
-	f.Add("node-a", "zone=a,kubevirt.io/schedulable=true", "/s", "127.0.0.1:0")
-	f.Add("Node_A", "zone", "", "off")
-	f.Add("a", "a=b=c,,=", "rel/dir", "")
-	f.Fuzz(func(t *testing.T, node, nodeLabels, stateDir, metrics string) {
+	f.Add("node-a", "zone=a,kubevirt.io/schedulable=true", "/s", "127.0.0.1:0", "127.0.0.1")
+	f.Add("Node_A", "zone", "", "off", "::1")
+	f.Add("a", "a=b=c,,=", "rel/dir", "", "127.0.0.1:0")
+	f.Fuzz(func(t *testing.T, node, nodeLabels, stateDir, metrics, streams string) {
 		cfg, err := parseFlags([]string{"-kubeconfig", "/k", "-node", node, "-node-labels", nodeLabels,
-			"-state-dir", stateDir, "-metrics-address", metrics}, io.Discard)
+			"-state-dir", stateDir, "-metrics-address", metrics, "-stream-address", streams}, io.Discard)
 		if err != nil {
 			return
 		}
@@ -136,6 +142,9 @@ func FuzzParseFlags(f *testing.F) {
 		}
 		if !filepath.IsAbs(cfg.StateDir) {
 			t.Errorf("accepted state folder %q, not absolute", cfg.StateDir)
+		}
+		if cfg.StreamAddress != "" && net.ParseIP(cfg.StreamAddress) == nil {
+			t.Errorf("accepted stream address %q, not an IP address", cfg.StreamAddress)
 		}
 	})
 }

@@ -78,10 +78,20 @@ type Config struct {
 	// when unset.
 	Launcher launcher.Config
 
-	// HTTPAddress is where /metrics, /healthz and /readyz are served;
+	// HTTPAddress is where /metrics, /healthz, /readyz and /consoles (the
+	// stream ports of StreamAddress) are served;
 	// empty: DefaultHTTPAddress; "off": nowhere. A port 0 is chosen by the
 	// system and logged ("serving metrics and health").
 	HTTPAddress string
+
+	// StreamAddress is the IP address on which each VMI running here gets
+	// TCP ports of its own, port chosen by the system: its serial console
+	// (raw bytes), its VNC display (RFB) and the same display as a
+	// WebSocket (noVNC's); they are listed at /consoles of HTTPAddress
+	// (VMIStreams) and logged. Empty: no ports. Anyone who reaches a port
+	// reaches the VMI, unauthenticated: keep it on loopback (127.0.0.1,
+	// ::1); any other address is served too, with a warning.
+	StreamAddress string
 
 	// Workers is how many VMIs are reconciled at once; 0: DefaultWorkers.
 	Workers int
@@ -115,6 +125,9 @@ func (cfg Config) withDefaults() (Config, error) {
 	}
 	if cfg.Workers <= 0 {
 		cfg.Workers = DefaultWorkers
+	}
+	if cfg.StreamAddress != "" && net.ParseIP(cfg.StreamAddress) == nil {
+		return cfg, fmt.Errorf("agent: Config.StreamAddress %q is not an IP address (such as 127.0.0.1)", cfg.StreamAddress)
 	}
 	return cfg, nil
 }
@@ -168,6 +181,14 @@ func Run(ctx context.Context, restConfig *rest.Config, cfg Config) error {
 		return err
 	}
 	defer l.Close()
+	var streams *streamServers
+	if cfg.StreamAddress != "" {
+		if !net.ParseIP(cfg.StreamAddress).IsLoopback() {
+			log.Warn("nodeagent: the VMIs' console and VNC ports are served beyond loopback, unauthenticated", "address", cfg.StreamAddress)
+		}
+		streams = newStreamServers(cfg.StreamAddress, l, log)
+		defer streams.closeAll() // before the launcher closes
+	}
 
 	mgr, err := ctrl.NewManager(restConfig, manager.Options{
 		Scheme: scheme,
@@ -196,7 +217,7 @@ func Run(ctx context.Context, restConfig *rest.Config, cfg Config) error {
 	defer unregister()
 
 	w := &writer{client: mgr.GetClient(), events: events, node: cfg.Node, metrics: metrics}
-	if err := addVMIControllers(ctx, mgr, l, w, cfg.Workers, log); err != nil {
+	if err := addVMIControllers(ctx, mgr, l, w, streams, cfg.Workers, log); err != nil {
 		return err
 	}
 	if cfg.Claim {
@@ -205,7 +226,7 @@ func Run(ctx context.Context, restConfig *rest.Config, cfg Config) error {
 		}
 	}
 	if cfg.HTTPAddress != "off" {
-		if err := addHTTPServer(mgr, l, cfg.HTTPAddress, log); err != nil {
+		if err := addHTTPServer(mgr, l, streams, cfg.HTTPAddress, log); err != nil {
 			return err
 		}
 	}
@@ -235,13 +256,20 @@ func checkCRD(ctx context.Context, restConfig *rest.Config, scheme *runtime.Sche
 // fed by the API server's events of the node's VMIs and by libvirt's of
 // the VMIs leaving the host, and statusReconciler, fed by libvirt's; plus
 // the runnables that feed them from the launcher: its Watch channel, and
-// the sweep of its domains at start.
-func addVMIControllers(ctx context.Context, mgr manager.Manager, l *launcher.Launcher, w *writer, workers int, log *slog.Logger) error {
+// the sweep of its domains at start. With streams, streamsReconciler too,
+// fed by both.
+func addVMIControllers(ctx context.Context, mgr manager.Manager, l *launcher.Launcher, w *writer, streams *streamServers, workers int, log *slog.Logger) error {
 	view := newLauncherView()
 	toRunner, toStatus := make(chan vmiEvent, 1024), make(chan vmiEvent, 1024)
+	outs := []chan<- vmiEvent{toRunner, toStatus}
+	var toStreams chan vmiEvent
+	if streams != nil {
+		toStreams = make(chan vmiEvent, 1024)
+		outs = append(outs, toStreams)
+	}
 	err := errors.Join(
 		mgr.Add(manager.RunnableFunc(func(ctx context.Context) error {
-			return forwardWatch(ctx, l, view, toRunner, toStatus)
+			return forwardWatch(ctx, l, view, outs...)
 		})),
 		mgr.Add(manager.RunnableFunc(func(ctx context.Context) error {
 			return sweepOrphans(ctx, l, mgr.GetCache(), view, toRunner, log)
@@ -267,11 +295,20 @@ func addVMIControllers(ctx context.Context, mgr manager.Manager, l *launcher.Lau
 	if err != nil {
 		return err
 	}
-	return ctrl.NewControllerManagedBy(mgr).
+	err = ctrl.NewControllerManagedBy(mgr).
 		Named("vmi-status").
 		WatchesRawSource(source.Channel(toStatus, enqueue)).
 		WithOptions(controllerOptions(workers)).
 		Complete(&statusReconciler{writer: w, client: mgr.GetClient(), view: view})
+	if err != nil || streams == nil {
+		return err
+	}
+	return ctrl.NewControllerManagedBy(mgr).
+		Named("vmi-streams").
+		For(&v1.VirtualMachineInstance{}).
+		WatchesRawSource(source.Channel(toStreams, enqueue)).
+		WithOptions(controllerOptions(workers)).
+		Complete(&streamsReconciler{client: mgr.GetClient(), view: view, streams: streams, ctx: ctx})
 }
 
 // controllerOptions are the options of the agent's controllers: workers
@@ -315,14 +352,15 @@ func addClaimController(mgr manager.Manager, restConfig *rest.Config, scheme *ru
 }
 
 // addHTTPServer listens on address and adds the server of /metrics,
-// /healthz and /readyz.
-func addHTTPServer(mgr manager.Manager, l *launcher.Launcher, address string, log *slog.Logger) error {
+// /healthz, /readyz and /consoles (the ports of streams; nil: off).
+func addHTTPServer(mgr manager.Manager, l *launcher.Launcher, streams *streamServers, address string, log *slog.Logger) error {
 	ln, err := net.Listen("tcp", address)
 	if err != nil {
 		return fmt.Errorf("agent: metrics and health: %w", err)
 	}
 	return mgr.Add(&httpServer{
 		listener: ln,
+		consoles: consolesHandler{streams: streams},
 		healthz:  map[string]healthz.Checker{"ping": healthz.Ping},
 		readyz: map[string]healthz.Checker{
 			"informers": func(req *http.Request) error {

@@ -95,4 +95,38 @@
 // (the cache synced, libvirt answering), with one path per check as
 // controller-runtime's probe server has. The metrics registry is the
 // process's: one agent runs in a process at a time.
+//
+// # Console and VNC
+//
+// What virtctl console and virtctl vnc give a KubeVirt user, the agent
+// gives an operator on the node, when Config.StreamAddress (command
+// nodeagent's -stream-address) names an IP address — 127.0.0.1: each VMI
+// running here gets three TCP ports there, chosen by the system: its
+// serial console (raw bytes both ways: nc, socat), its VNC display (RFB:
+// any VNC viewer) and that display as WebSocket binary messages at any
+// path (websocat, noVNC's WebSocket; a browser page only from that same
+// host and port, as launcher.StreamServer checks the Origin of a
+// WebSocket). A controller of its own ("vmi-streams") opens them once the
+// launcher reports the VMI Running — paused too, and while it shuts down
+// — and closes them, with their clients, when its guest stops, its object
+// goes or the agent stops; the next agent opens new ones. Each client gets a stream of its
+// own (launcher.StreamServer): VNC clients share the display; the console
+// takes one client at a time, and a second one is disconnected at once
+// (launcher.ErrConsoleBusy, in the agent's log).
+//
+// The ports are listed as JSON at /consoles of the HTTP address
+// (VMIStreams: namespace, name, uid, console, vnc, vncWebSocket), one VMI
+// at /consoles/NAMESPACE/NAME (404 while it has none), and logged ("stream
+// ports open"). A VMI with spec.domain.devices.autoattachSerialConsole or
+// autoattachGraphicsDevice false gets no port for that device; its entry
+// holds the launcher's error naming the field instead (consoleError,
+// vncError). Nothing is written to the API server: the listing is the
+// agent's own, so it cannot outlive the ports, and port numbers, which
+// mean something only on this machine, stay off the cluster's objects.
+//
+// The ports are not authenticated: whoever reaches one reaches the VMI, as
+// whoever reaches the agent's HTTP address reads the listing. Keep both on
+// loopback, and reach them from elsewhere through ssh -L; an address
+// beyond loopback is served when it is configured, with a warning in the
+// log.
 package agent

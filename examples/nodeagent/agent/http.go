@@ -17,7 +17,8 @@ import (
 // registry (its controllers' and client's metrics and the agent's) at
 // /metrics, and the agent's health checks at /healthz (alive) and /readyz
 // (its cache is synced and libvirt answers), with one sub-path per check
-// (/readyz/libvirt) as controller-runtime's probe server has.
+// (/readyz/libvirt) as controller-runtime's probe server has; and the
+// stream ports of the node's VMIs at /consoles (consolesHandler).
 //
 // One listener for all three, opened before the manager starts, so that a
 // port taken is an error at once and port 0 is logged with the port it
@@ -26,6 +27,7 @@ type httpServer struct {
 	listener net.Listener
 	healthz  map[string]healthz.Checker
 	readyz   map[string]healthz.Checker
+	consoles http.Handler // /consoles and below
 	log      *slog.Logger
 }
 
@@ -38,6 +40,8 @@ func (s *httpServer) Start(ctx context.Context) error {
 		mux.Handle(path, h)
 		mux.Handle(path+"/", h)
 	}
+	mux.Handle("/consoles", s.consoles)
+	mux.Handle("/consoles/", s.consoles)
 	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
 	done := make(chan struct{})
 	go func() {
