@@ -16,7 +16,6 @@ import (
 	"net/http"
 	"os"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -28,6 +27,7 @@ import (
 
 	"github.com/vmi2libvirt/vmi2libvirt/internal/hosttest"
 	"github.com/vmi2libvirt/vmi2libvirt/internal/rfb"
+	"github.com/vmi2libvirt/vmi2libvirt/internal/streamtest"
 	"github.com/vmi2libvirt/vmi2libvirt/internal/testguest"
 	"github.com/vmi2libvirt/vmi2libvirt/launcher"
 )
@@ -71,97 +71,6 @@ func consoleVMI(t testing.TB, base, devices string) *v1.VirtualMachineInstance {
 	return vmi
 }
 
-// transcript reads a stream into a buffer until it fails, and tells who
-// waits when the buffer holds something.
-type transcript struct {
-	mu   sync.Mutex
-	cond *sync.Cond
-	buf  bytes.Buffer
-	err  error // the error that ended reading
-	done bool
-}
-
-func readAll(r io.Reader) *transcript {
-	tr := &transcript{}
-	tr.cond = sync.NewCond(&tr.mu)
-	go func() {
-		b := make([]byte, 4096)
-		for {
-			n, err := r.Read(b)
-			tr.mu.Lock()
-			tr.buf.Write(b[:n])
-			if err != nil {
-				tr.err, tr.done = err, true
-			}
-			tr.cond.Broadcast()
-			tr.mu.Unlock()
-			if err != nil {
-				return
-			}
-		}
-	}()
-	return tr
-}
-
-func (tr *transcript) String() string {
-	tr.mu.Lock()
-	defer tr.mu.Unlock()
-	return tr.buf.String()
-}
-
-// waitFor waits until the transcript holds s at or after offset from, and
-// returns the offset just past it.
-func (tr *transcript) waitFor(t *testing.T, s string, from int, timeout time.Duration) int {
-	t.Helper()
-	timer := time.AfterFunc(timeout, func() {
-		tr.mu.Lock()
-		tr.cond.Broadcast()
-		tr.mu.Unlock()
-	})
-	defer timer.Stop()
-	deadline := time.Now().Add(timeout)
-	tr.mu.Lock()
-	defer tr.mu.Unlock()
-	for {
-		if i := strings.Index(tr.buf.String()[from:], s); i >= 0 {
-			return from + i + len(s)
-		}
-		if tr.done || time.Now().After(deadline) {
-			t.Fatalf("console stream: no %q within %s (read error %v); it holds:\n%s", s, timeout, tr.err, tr.buf.String())
-		}
-		tr.cond.Wait()
-	}
-}
-
-// end waits until reading failed, and returns the error.
-func (tr *transcript) end(t *testing.T, timeout time.Duration) error {
-	t.Helper()
-	timer := time.AfterFunc(timeout, func() {
-		tr.mu.Lock()
-		tr.cond.Broadcast()
-		tr.mu.Unlock()
-	})
-	defer timer.Stop()
-	deadline := time.Now().Add(timeout)
-	tr.mu.Lock()
-	defer tr.mu.Unlock()
-	for !tr.done {
-		if time.Now().After(deadline) {
-			t.Fatalf("console stream still open after %s", timeout)
-		}
-		tr.cond.Wait()
-	}
-	return tr.err
-}
-
-// typeLine types a shell command on the console.
-func typeLine(t *testing.T, w io.Writer, line string) {
-	t.Helper()
-	if _, err := io.WriteString(w, line+"\n"); err != nil {
-		t.Fatalf("type %q: %v", line, err)
-	}
-}
-
 // TestE2EConsole attaches to a test guest's serial console before it
 // boots: the stream carries its report and its shell answers a command,
 // while QEMU keeps writing the serial log; a second attachment is refused
@@ -184,13 +93,13 @@ func TestE2EConsole(t *testing.T) {
 		t.Fatalf("Console: %v", err)
 	}
 	defer first.Close()
-	out := readAll(first)
+	out := streamtest.ReadAll(first)
 	if err := e.l.Unpause(ctx, vmi); err != nil {
 		t.Fatalf("Unpause: %v", err)
 	}
 
 	// The report, from the stream; the same as in the serial log.
-	at := out.waitFor(t, testguest.EndMarker, 0, bootTimeout)
+	at := out.WaitFor(t, testguest.EndMarker, 0, bootTimeout)
 	report, err := testguest.ParseConsole(out.String())
 	if err != nil {
 		t.Fatalf("parse the report read from the console: %v", err)
@@ -204,10 +113,10 @@ func TestE2EConsole(t *testing.T) {
 	}
 
 	// A command typed on the console is answered there, and logged.
-	at = out.waitFor(t, testguest.ShellMarker, at, time.Minute)
-	at = out.waitFor(t, "# ", at, time.Minute)
-	typeLine(t, first, "echo console-$((6*7))")
-	out.waitFor(t, "\nconsole-42", at, time.Minute)
+	at = out.WaitFor(t, testguest.ShellMarker, at, time.Minute)
+	at = out.WaitFor(t, "# ", at, time.Minute)
+	streamtest.TypeLine(t, first, "echo console-$((6*7))")
+	out.WaitFor(t, "\nconsole-42", at, time.Minute)
 	e.waitLine(t, vmi, "\nconsole-42", 10*time.Second)
 
 	// A second attachment is refused; forced, it takes the console over.
@@ -219,15 +128,15 @@ func TestE2EConsole(t *testing.T) {
 		t.Fatalf("forced Console: %v", err)
 	}
 	defer second.Close()
-	if err := out.end(t, 10*time.Second); !errors.Is(err, launcher.ErrTakenOver) {
+	if err := out.End(t, 10*time.Second); !errors.Is(err, launcher.ErrTakenOver) {
 		t.Errorf("first stream after the take-over: %v, want ErrTakenOver", err)
 	}
 	if _, err := first.Write([]byte("x")); !errors.Is(err, launcher.ErrTakenOver) {
 		t.Errorf("write to the first stream after the take-over: %v, want ErrTakenOver", err)
 	}
-	out2 := readAll(second)
-	typeLine(t, second, "echo second-$((1+1))")
-	out2.waitFor(t, "\nsecond-2", 0, time.Minute)
+	out2 := streamtest.ReadAll(second)
+	streamtest.TypeLine(t, second, "echo second-$((1+1))")
+	out2.WaitFor(t, "\nsecond-2", 0, time.Minute)
 	if strings.Contains(out.String(), "second-") {
 		t.Errorf("the first stream read what the second one typed:\n%s", out.String())
 	}
@@ -253,13 +162,13 @@ func TestE2EConsole(t *testing.T) {
 	if err != nil {
 		t.Fatalf("Console after detaching: %v", err)
 	}
-	out3 := readAll(third)
-	typeLine(t, third, "echo third-$((2+1))")
-	out3.waitFor(t, "\nthird-3", 0, time.Minute)
+	out3 := streamtest.ReadAll(third)
+	streamtest.TypeLine(t, third, "echo third-$((2+1))")
+	out3.WaitFor(t, "\nthird-3", 0, time.Minute)
 	if err := third.Close(); err != nil {
 		t.Errorf("Close: %v", err)
 	}
-	if err := out3.end(t, 10*time.Second); !errors.Is(err, net.ErrClosed) {
+	if err := out3.End(t, 10*time.Second); !errors.Is(err, net.ErrClosed) {
 		t.Errorf("read after Close: %v, want net.ErrClosed", err)
 	}
 
@@ -290,9 +199,9 @@ func TestE2EConsole(t *testing.T) {
 	if err != nil {
 		t.Fatalf("Console: %v", err)
 	}
-	out4 := readAll(fourth)
+	out4 := streamtest.ReadAll(fourth)
 	ccancel()
-	if err := out4.end(t, 10*time.Second); !errors.Is(err, context.Canceled) {
+	if err := out4.End(t, 10*time.Second); !errors.Is(err, context.Canceled) {
 		t.Errorf("read after the context was cancelled: %v, want context.Canceled", err)
 	}
 	if _, err := fourth.Write([]byte("x")); !errors.Is(err, context.Canceled) {
@@ -306,12 +215,12 @@ func TestE2EConsole(t *testing.T) {
 		t.Fatalf("Console after the context one: %v", err)
 	}
 	defer fifth.Close()
-	out5 := readAll(fifth)
+	out5 := streamtest.ReadAll(fifth)
 	if err := e.l.Shutdown(ctx, vmi); err != nil {
 		t.Fatalf("Shutdown: %v", err)
 	}
-	out5.waitFor(t, "power button", 0, time.Minute)
-	if err := out5.end(t, time.Minute); err != io.EOF {
+	out5.WaitFor(t, "power button", 0, time.Minute)
+	if err := out5.End(t, time.Minute); err != io.EOF {
 		t.Errorf("read once the guest powered off: %v, want io.EOF", err)
 	}
 	e.watch.waitPhase(t, vmi.Name, v1.Succeeded, time.Minute)
@@ -505,9 +414,9 @@ func TestE2EVNC(t *testing.T) {
 		if _, err := io.ReadFull(s, ver); err != nil || string(ver) != rfb.Version {
 			t.Fatalf("first bytes of the VNC stream: %q, %v; want %q", ver, err, rfb.Version)
 		}
-		out := readAll(s)
+		out := streamtest.ReadAll(s)
 		scancel()
-		if err := out.end(t, 10*time.Second); !errors.Is(err, context.Canceled) {
+		if err := out.End(t, 10*time.Second); !errors.Is(err, context.Canceled) {
 			t.Errorf("read after the context was cancelled: %v, want context.Canceled", err)
 		}
 	})

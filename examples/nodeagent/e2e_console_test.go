@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -9,7 +8,6 @@ import (
 	"net"
 	"net/http"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -19,6 +17,7 @@ import (
 
 	"github.com/vmi2libvirt/vmi2libvirt/examples/nodeagent/agent"
 	"github.com/vmi2libvirt/vmi2libvirt/internal/rfb"
+	"github.com/vmi2libvirt/vmi2libvirt/internal/streamtest"
 	"github.com/vmi2libvirt/vmi2libvirt/internal/testguest"
 )
 
@@ -72,10 +71,10 @@ func TestE2EConsoleVNC(t *testing.T) {
 	// The console: attached before the guest runs, it carries the report;
 	// the shell answers.
 	console := dialStream(t, entry.Console)
-	out := readAll(console)
+	out := streamtest.ReadAll(console)
 	a.waitFor(ctx, t, "address="+entry.Console+" client=") // the agent attached the client ("client connected")
 	resume(t, w, ns, "tiny")
-	at := out.waitFor(t, testguest.EndMarker, 0, 3*time.Minute)
+	at := out.WaitFor(t, testguest.EndMarker, 0, 3*time.Minute)
 	report, err := testguest.ParseConsole(out.String())
 	if err != nil {
 		t.Fatalf("parse the report read from the console port: %v\n%s", err, out.String())
@@ -83,20 +82,20 @@ func TestE2EConsoleVNC(t *testing.T) {
 	if report.CPUs != 1 || len(report.NICs) != 1 || report.MemTotalKiB <= 0 {
 		t.Errorf("report from the console port: %+v, want 1 CPU, 1 NIC, some memory", report)
 	}
-	at = out.waitFor(t, testguest.ShellMarker, at, time.Minute)
-	at = out.waitFor(t, "# ", at, time.Minute)
-	typeLine(t, console, "echo agent-$((6*7))")
-	at = out.waitFor(t, "\nagent-42", at, time.Minute)
+	at = out.WaitFor(t, testguest.ShellMarker, at, time.Minute)
+	at = out.WaitFor(t, "# ", at, time.Minute)
+	streamtest.TypeLine(t, console, "echo agent-$((6*7))")
+	at = out.WaitFor(t, "\nagent-42", at, time.Minute)
 
 	// One attachment at a time: a second client is disconnected at once,
 	// and the first one is still answered.
 	second := dialStream(t, entry.Console)
-	secondOut := readAll(second)
-	if err := secondOut.end(t, 30*time.Second); err != io.EOF {
+	secondOut := streamtest.ReadAll(second)
+	if err := secondOut.End(t, 30*time.Second); err != io.EOF {
 		t.Errorf("second console client: read %v, want io.EOF (disconnected: the console is busy)", err)
 	}
-	typeLine(t, console, "echo still-$((1+2))")
-	out.waitFor(t, "\nstill-3", at, time.Minute)
+	streamtest.TypeLine(t, console, "echo still-$((1+2))")
+	out.WaitFor(t, "\nstill-3", at, time.Minute)
 
 	// VNC, raw and as a WebSocket: the guest's text mode.
 	vnc := dialStream(t, entry.VNC)
@@ -132,7 +131,7 @@ func TestE2EConsoleVNC(t *testing.T) {
 
 	// Stopping the agent closes the ports, and the attached client.
 	a.stop(t, syscall.SIGTERM)
-	if err := out.end(t, 30*time.Second); err == nil {
+	if err := out.End(t, 30*time.Second); err == nil {
 		t.Error("console client still reading after the agent stopped")
 	}
 	for _, addr := range []string{entry.Console, entry.VNC, entry.VNCWebSocket} {
@@ -144,19 +143,19 @@ func TestE2EConsoleVNC(t *testing.T) {
 	a = w.startNode(t, node, dir, "-stream-address", "127.0.0.1")
 	entry = a.waitStreams(t, ns, "tiny", time.Minute)
 	console = dialStream(t, entry.Console)
-	out = readAll(console)
+	out = streamtest.ReadAll(console)
 	a.waitFor(ctx, t, "address="+entry.Console+" client=")
-	typeLine(t, console, "echo again-$((2+3))")
-	out.waitFor(t, "\nagain-5", 0, time.Minute)
+	streamtest.TypeLine(t, console, "echo again-$((2+3))")
+	out.WaitFor(t, "\nagain-5", 0, time.Minute)
 
 	// A guest that powers off (told so on its console) closes its ports;
 	// its object stays, Succeeded.
 	plainEntry := a.waitStreams(t, ns, "plain", time.Minute)
 	plainConsole := dialStream(t, plainEntry.Console)
-	plainOut := readAll(plainConsole)
+	plainOut := streamtest.ReadAll(plainConsole)
 	a.waitFor(ctx, t, "address="+plainEntry.Console+" client=")
-	typeLine(t, plainConsole, "poweroff -f")
-	if err := plainOut.end(t, 2*time.Minute); err != io.EOF {
+	streamtest.TypeLine(t, plainConsole, "poweroff -f")
+	if err := plainOut.End(t, 2*time.Minute); err != io.EOF {
 		t.Errorf("console client once the guest powered off: read %v, want io.EOF", err)
 	}
 	w.waitPhase(t, ns, "plain", virtv1.Succeeded, time.Minute)
@@ -170,7 +169,7 @@ func TestE2EConsoleVNC(t *testing.T) {
 	if err := w.client.Delete(ctx, w.get(t, ns, "tiny")); err != nil {
 		t.Fatal(err)
 	}
-	if err := out.end(t, 2*time.Minute); err != io.EOF {
+	if err := out.End(t, 2*time.Minute); err != io.EOF {
 		t.Errorf("console client once the VMI was deleted: read %v, want io.EOF", err)
 	}
 	a.waitNoStreams(t, ns, "tiny", time.Minute)
@@ -316,90 +315,5 @@ func vncHandshake(t testing.TB, conn io.ReadWriter, ns string) {
 	}
 	if covered != 720*400 {
 		t.Errorf("framebuffer update covers %d pixels, want 720x400", covered)
-	}
-}
-
-// transcript is what a client read from a stream port, until reading
-// failed.
-type transcript struct {
-	mu      sync.Mutex
-	buf     bytes.Buffer
-	err     error         // what ended reading
-	changed chan struct{} // something was read, or reading ended (capacity 1)
-	done    chan struct{} // closed when reading ended
-}
-
-// readAll reads r into a transcript until it fails.
-func readAll(r io.Reader) *transcript {
-	tr := &transcript{changed: make(chan struct{}, 1), done: make(chan struct{})}
-	go func() {
-		defer close(tr.done)
-		b := make([]byte, 4096)
-		for {
-			n, err := r.Read(b)
-			tr.mu.Lock()
-			tr.buf.Write(b[:n])
-			if err != nil {
-				tr.err = err
-			}
-			tr.mu.Unlock()
-			select {
-			case tr.changed <- struct{}{}:
-			default:
-			}
-			if err != nil {
-				return
-			}
-		}
-	}()
-	return tr
-}
-
-func (tr *transcript) String() string {
-	tr.mu.Lock()
-	defer tr.mu.Unlock()
-	return tr.buf.String()
-}
-
-// waitFor waits until the transcript holds s at or after offset from, and
-// returns the offset just past it.
-func (tr *transcript) waitFor(t testing.TB, s string, from int, timeout time.Duration) int {
-	t.Helper()
-	timer := time.NewTimer(timeout)
-	defer timer.Stop()
-	for {
-		text := tr.String()
-		if i := strings.Index(text[from:], s); i >= 0 {
-			return from + i + len(s)
-		}
-		select {
-		case <-tr.changed:
-		case <-tr.done:
-			if !strings.Contains(tr.String()[from:], s) {
-				t.Fatalf("stream ended (%v) without %q; it holds:\n%s", tr.err, s, tr.String())
-			}
-		case <-timer.C:
-			t.Fatalf("stream: no %q within %s; it holds:\n%s", s, timeout, text)
-		}
-	}
-}
-
-// end waits until reading failed, and returns the error.
-func (tr *transcript) end(t testing.TB, timeout time.Duration) error {
-	t.Helper()
-	select {
-	case <-tr.done:
-		return tr.err
-	case <-time.After(timeout):
-		t.Fatalf("stream still open after %s", timeout)
-		return nil
-	}
-}
-
-// typeLine types a shell command on a console.
-func typeLine(t testing.TB, w io.Writer, line string) {
-	t.Helper()
-	if _, err := io.WriteString(w, line+"\n"); err != nil {
-		t.Fatalf("type %q: %v", line, err)
 	}
 }
