@@ -6,7 +6,9 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"path"
 	"path/filepath"
+	"strings"
 
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/util/validation"
@@ -24,8 +26,9 @@ type config struct {
 	NodeLabels labels.Set // this node's labels, for -claim
 	StateDir   string     // one state folder per VMI below it (absolute)
 
-	MetricsAddress string // where /metrics, /healthz, /readyz and /consoles are served
-	StreamAddress  string // IP of each running VMI's console and VNC ports; empty: none
+	MetricsAddress string   // where /metrics, /healthz, /readyz and /consoles are served
+	StreamAddress  string   // IP of each running VMI's console and VNC ports; empty: none
+	StreamOrigins  []string // web origins whose pages may open the VNC WebSocket ports
 }
 
 // parseFlags reads the command line (without the program name). Errors name
@@ -51,8 +54,17 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 		"`ADDR` serving /metrics, /healthz, /readyz and /consoles (port 0: any free port, logged; off: none)")
 	fs.StringVar(&cfg.StreamAddress, "stream-address", "",
 		"`IP` on which each running VMI gets a serial console, a VNC and a VNC WebSocket port, listed at /consoles (keep it loopback: 127.0.0.1; empty: no ports)")
+	fs.Func("stream-origins", "web origins, `host:port,...` (path.Match patterns), whose pages may open the VNC WebSocket ports, such as localhost:6080 for noVNC served there", func(s string) error {
+		for _, o := range strings.Split(s, ",") {
+			if _, err := path.Match(o, ""); err != nil || o == "" {
+				return fmt.Errorf("%q is not a host pattern (such as localhost:6080)", o)
+			}
+			cfg.StreamOrigins = append(cfg.StreamOrigins, o)
+		}
+		return nil
+	})
 	fs.Usage = func() {
-		fmt.Fprintln(stderr, "usage: nodeagent -kubeconfig FILE -node NAME [-emulate] [-claim] [-node-labels k=v,...] [-state-dir DIR] [-metrics-address ADDR] [-stream-address IP]")
+		fmt.Fprintln(stderr, "usage: nodeagent -kubeconfig FILE -node NAME [-emulate] [-claim] [-node-labels k=v,...] [-state-dir DIR] [-metrics-address ADDR] [-stream-address IP] [-stream-origins HOST:PORT,...]")
 		fs.PrintDefaults()
 	}
 	if err := fs.Parse(args); err != nil {
@@ -74,6 +86,9 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	}
 	if cfg.StreamAddress != "" && net.ParseIP(cfg.StreamAddress) == nil {
 		return config{}, fmt.Errorf("-stream-address: invalid value %q: not an IP address (such as 127.0.0.1)", cfg.StreamAddress)
+	}
+	if len(cfg.StreamOrigins) > 0 && cfg.StreamAddress == "" {
+		return config{}, errors.New("-stream-origins: needs -stream-address (without it there are no WebSocket ports)")
 	}
 	if cfg.StateDir == "" {
 		return config{}, errors.New("-state-dir: must not be empty")

@@ -29,7 +29,9 @@ import (
 // the guest's shell answers; a second client of the console is
 // disconnected while the first holds it. Through the VNC port, and its
 // WebSocket port, an RFB handshake and a full framebuffer update give the
-// guest's VGA text mode, 720x400. A VMI with autoattachSerialConsole and
+// guest's VGA text mode, 720x400; the WebSocket port takes a browser page
+// of the origin -stream-origins names and refuses one of another (403).
+// A VMI with autoattachSerialConsole and
 // autoattachGraphicsDevice false has no port, and its entry holds the
 // launcher's errors naming those fields. Stopping the agent closes the
 // ports; the next agent of the node opens new ones for the same guests; a
@@ -38,7 +40,7 @@ import (
 func TestE2EConsoleVNC(t *testing.T) {
 	w := newWorld(t)
 	ns, node, dir := w.namespace(t, "console"), uniqueName("node"), stateDir(t)
-	a := w.startNode(t, node, dir, "-stream-address", "127.0.0.1")
+	a := w.startNode(t, node, dir, "-stream-address", "127.0.0.1", "-stream-origins", "novnc.example:6080")
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
 
@@ -108,6 +110,24 @@ func TestE2EConsoleVNC(t *testing.T) {
 	wsConn := websocket.NetConn(ctx, ws, websocket.MessageBinary)
 	vncHandshake(t, wsConn, ns)
 	wsConn.Close()
+	// A browser page of the origin -stream-origins names may open the
+	// WebSocket (noVNC served there); a page of any other site may not.
+	for origin, allowed := range map[string]bool{"http://novnc.example:6080": true, "https://elsewhere.example": false} {
+		ws, resp, err := websocket.Dial(ctx, "ws://"+entry.VNCWebSocket+"/", &websocket.DialOptions{
+			Subprotocols: []string{"binary"}, HTTPHeader: http.Header{"Origin": {origin}}})
+		switch {
+		case allowed && err != nil:
+			t.Errorf("WebSocket from a page of %s (in -stream-origins): %v", origin, err)
+		case !allowed && err == nil:
+			t.Errorf("WebSocket from a page of %s (not in -stream-origins) accepted", origin)
+		case !allowed && (resp == nil || resp.StatusCode != http.StatusForbidden):
+			t.Errorf("WebSocket from a page of %s: %v, want 403 Forbidden", origin, err)
+		}
+		if ws != nil {
+			vncHandshake(t, websocket.NetConn(ctx, ws, websocket.MessageBinary), ns)
+			ws.CloseNow()
+		}
+	}
 
 	// The VMI without a serial console or graphics: no port, the
 	// launcher's errors.

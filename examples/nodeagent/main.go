@@ -3,7 +3,7 @@
 // kubevirt.io/nodeName=NAME on a Kubernetes API server with the library's
 // launcher, on this machine's libvirt, and writes their status back.
 //
-//	go run . -kubeconfig FILE -node NAME [-emulate] [-claim] [-node-labels k=v,...] [-state-dir DIR] [-metrics-address ADDR] [-stream-address IP]
+//	go run . -kubeconfig FILE -node NAME [-emulate] [-claim] [-node-labels k=v,...] [-state-dir DIR] [-metrics-address ADDR] [-stream-address IP] [-stream-origins HOST:PORT,...]
 //
 // (from examples/nodeagent: it is a Go module of its own, so that
 // controller-runtime never enters the library's module graph.) It runs in
@@ -77,6 +77,7 @@ func run(ctx context.Context, cfg config, log *slog.Logger) error {
 		},
 		HTTPAddress:   cfg.MetricsAddress,
 		StreamAddress: cfg.StreamAddress,
+		StreamOrigins: cfg.StreamOrigins,
 		Logger:        log,
 	})
 }

@@ -43,10 +43,10 @@ func TestParseFlags(t *testing.T) {
 		{
 			name: "all",
 			args: []string{"-kubeconfig", "/k", "-node", "node-a", "-emulate", "-claim", "-node-labels", "zone=a,kubevirt.io/schedulable=true",
-				"-state-dir", "/s", "-metrics-address", "127.0.0.1:0", "-stream-address", "127.0.0.1"},
+				"-state-dir", "/s", "-metrics-address", "127.0.0.1:0", "-stream-address", "127.0.0.1", "-stream-origins", "localhost:6080,*.example:443"},
 			want: config{Kubeconfig: "/k", Node: "node-a", Emulate: true, Claim: true,
 				NodeLabels: labels.Set{"zone": "a", "kubevirt.io/schedulable": "true"}, StateDir: "/s", MetricsAddress: "127.0.0.1:0",
-				StreamAddress: "127.0.0.1"},
+				StreamAddress: "127.0.0.1", StreamOrigins: []string{"localhost:6080", "*.example:443"}},
 		},
 		{
 			name: "defaults",
@@ -70,6 +70,10 @@ func TestParseFlags(t *testing.T) {
 			err: `-stream-address: invalid value "127.0.0.1:5900": not an IP address (such as 127.0.0.1)`},
 		{name: "stream address a host name", args: []string{"-kubeconfig", "/k", "-node", "a", "-stream-address", "localhost"},
 			err: `-stream-address: invalid value "localhost": not an IP address (such as 127.0.0.1)`},
+		{name: "stream origin not a pattern", args: []string{"-kubeconfig", "/k", "-node", "a", "-stream-address", "127.0.0.1", "-stream-origins", "localhost:6080,[x"},
+			err: `invalid value "localhost:6080,[x" for flag -stream-origins: "[x" is not a host pattern (such as localhost:6080)`},
+		{name: "stream origins without ports", args: []string{"-kubeconfig", "/k", "-node", "a", "-stream-origins", "localhost:6080"},
+			err: "-stream-origins: needs -stream-address (without it there are no WebSocket ports)"},
 		{name: "empty state dir", args: []string{"-kubeconfig", "/k", "-node", "a", "-state-dir", ""}, err: "-state-dir: must not be empty"},
 		{name: "argument", args: []string{"-kubeconfig", "/k", "-node", "a", "vmi.yaml"}, err: `unexpected argument "vmi.yaml"`},
 	}

@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"path"
 	"time"
 
 	"github.com/go-logr/logr"
@@ -93,6 +94,12 @@ type Config struct {
 	// ::1); any other address is served too, with a warning.
 	StreamAddress string
 
+	// StreamOrigins are the web origins, besides a port's own host and
+	// port, whose pages may open the VNC WebSocket ports: host patterns
+	// of path.Match, such as "localhost:6080" for a noVNC page served
+	// there (launcher.StreamServer.OriginPatterns). Empty: none.
+	StreamOrigins []string
+
 	// Workers is how many VMIs are reconciled at once; 0: DefaultWorkers.
 	Workers int
 
@@ -128,6 +135,11 @@ func (cfg Config) withDefaults() (Config, error) {
 	}
 	if cfg.StreamAddress != "" && net.ParseIP(cfg.StreamAddress) == nil {
 		return cfg, fmt.Errorf("agent: Config.StreamAddress %q is not an IP address (such as 127.0.0.1)", cfg.StreamAddress)
+	}
+	for i, o := range cfg.StreamOrigins {
+		if _, err := path.Match(o, ""); err != nil || o == "" {
+			return cfg, fmt.Errorf("agent: Config.StreamOrigins[%d] %q is not a host pattern (such as localhost:6080)", i, o)
+		}
 	}
 	return cfg, nil
 }
@@ -186,7 +198,7 @@ func Run(ctx context.Context, restConfig *rest.Config, cfg Config) error {
 		if !net.ParseIP(cfg.StreamAddress).IsLoopback() {
 			log.Warn("nodeagent: the VMIs' console and VNC ports are served beyond loopback, unauthenticated", "address", cfg.StreamAddress)
 		}
-		streams = newStreamServers(cfg.StreamAddress, l, log)
+		streams = newStreamServers(cfg.StreamAddress, cfg.StreamOrigins, l, log)
 		defer streams.closeAll() // before the launcher closes
 	}
 

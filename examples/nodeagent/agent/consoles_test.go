@@ -16,7 +16,7 @@ import (
 // the answers to what is not one. (The ports behind the entries are
 // served and reached in the end-to-end test TestE2EConsoleVNC.)
 func TestConsolesHandler(t *testing.T) {
-	streams := newStreamServers("127.0.0.1", nil, slog.New(slog.DiscardHandler))
+	streams := newStreamServers("127.0.0.1", nil, nil, slog.New(slog.DiscardHandler))
 	tiny := VMIStreams{Namespace: "default", Name: "tiny", UID: "u1", Console: "127.0.0.1:40001", VNC: "127.0.0.1:40002", VNCWebSocket: "127.0.0.1:40003"}
 	headless := VMIStreams{Namespace: "default", Name: "headless", UID: "u2", ConsoleError: "no console", VNCError: "no vnc"}
 	other := VMIStreams{Namespace: "apps", Name: "web", UID: "u3", Console: "127.0.0.1:40004"}

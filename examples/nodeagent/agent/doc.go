@@ -105,8 +105,8 @@
 // serial console (raw bytes both ways: nc, socat), its VNC display (RFB:
 // any VNC viewer) and that display as WebSocket binary messages at any
 // path (websocat, noVNC's WebSocket; a browser page only from that same
-// host and port, as launcher.StreamServer checks the Origin of a
-// WebSocket). A controller of its own ("vmi-streams") opens them once the
+// host and port or an origin of Config.StreamOrigins, as
+// launcher.StreamServer checks the Origin of a WebSocket). A controller of its own ("vmi-streams") opens them once the
 // launcher reports the VMI Running — paused too, and while it shuts down
 // — and closes them, with their clients, when its guest stops, its object
 // goes or the agent stops; the next agent opens new ones. Each client gets a stream of its

@@ -119,6 +119,7 @@ var errStreamsClosed = errors.New("agent: the stream ports are closed: the agent
 // stops.
 type streamServers struct {
 	host     string
+	origins  []string // web origins allowed on the WebSocket ports
 	launcher *launcher.Launcher
 	log      *slog.Logger
 
@@ -134,8 +135,8 @@ type vmiServers struct {
 	done   sync.WaitGroup // the ports' Serve calls
 }
 
-func newStreamServers(host string, l *launcher.Launcher, log *slog.Logger) *streamServers {
-	return &streamServers{host: host, launcher: l, log: log, vmis: map[types.NamespacedName]*vmiServers{}}
+func newStreamServers(host string, origins []string, l *launcher.Launcher, log *slog.Logger) *streamServers {
+	return &streamServers{host: host, origins: origins, launcher: l, log: log, vmis: map[types.NamespacedName]*vmiServers{}}
 }
 
 // open opens the ports of vmi, unless they are open for it already (ports
@@ -198,7 +199,8 @@ func (s *streamServers) open(ctx context.Context, vmi *v1.VirtualMachineInstance
 			Open: func(ctx context.Context) (io.ReadWriteCloser, error) {
 				return p.open(ctx, s.launcher, ref)
 			},
-			Logger: log,
+			OriginPatterns: s.origins,
+			Logger:         log,
 		}
 		v.done.Add(1)
 		go func() {
