@@ -41,14 +41,7 @@ func newConsoleEnv(t testing.TB) *env {
 	t.Helper()
 	var store string
 	e := newEnvWith(t, func(cfg *launcher.Config) {
-		dir, err := os.MkdirTemp(testRoot, "images-")
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { _ = os.RemoveAll(dir) })
-		if err := os.Chmod(dir, 0o711); err != nil {
-			t.Fatal(err)
-		}
+		dir := hosttest.Dir(t, testRoot, "images-")
 		if _, err := testguest.Install(dir, testguest.Options{}); err != nil {
 			hosttest.Missing(t, "test guest cannot be built: %v", err)
 		}

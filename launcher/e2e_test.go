@@ -80,17 +80,7 @@ func newEnvWith(t testing.TB, edit func(*launcher.Config)) *env {
 	if guestErr != nil {
 		hosttest.Missing(t, "test guest cannot be built: %v", guestErr)
 	}
-	if err := os.MkdirAll(testRoot, 0o711); err != nil {
-		t.Fatal(err)
-	}
-	stateDir, err := os.MkdirTemp(testRoot, "vmis-")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := os.Chmod(stateDir, 0o711); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = os.RemoveAll(stateDir) })
+	stateDir := hosttest.Dir(t, testRoot, "vmis-")
 	// Each launcher of the tests is an owner of its own, as launchers on
 	// different nodes would be: it adopts no other test's domains.
 	cfg := launcher.Config{URI: testURI, Emulate: true, Owner: fmt.Sprintf("e2e-%d-%d", os.Getpid(), envCount.Add(1)),

@@ -116,18 +116,7 @@ func (w *world) namespace(t testing.TB, base string) string {
 // stateDir makes a state folder for one node's agent, removed at the end.
 func stateDir(t testing.TB) string {
 	t.Helper()
-	if err := os.MkdirAll(stateRoot, 0o711); err != nil {
-		t.Fatal(err)
-	}
-	dir, err := os.MkdirTemp(stateRoot, "node-")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := os.Chmod(dir, 0o711); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = os.RemoveAll(dir) })
-	return dir
+	return hosttest.Dir(t, stateRoot, "node-")
 }
 
 // guestVMI is a VMI booting the test guest: 1 vCPU, 128Mi, the pod

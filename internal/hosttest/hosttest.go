@@ -130,3 +130,23 @@ func LockLibvirt(t testing.TB, exclusive bool) {
 	}
 	t.Cleanup(func() { f.Close() })
 }
+
+// Dir makes a folder for the test below root (made if missing), named
+// prefix and a random suffix, mode 0711 so that QEMU, which runs as
+// another user, can reach what libvirt puts in it; it is removed when the
+// test ends.
+func Dir(t testing.TB, root, prefix string) string {
+	t.Helper()
+	if err := os.MkdirAll(root, 0o711); err != nil {
+		t.Fatal(err)
+	}
+	dir, err := os.MkdirTemp(root, prefix)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = os.RemoveAll(dir) })
+	if err := os.Chmod(dir, 0o711); err != nil {
+		t.Fatal(err)
+	}
+	return dir
+}

@@ -2,6 +2,7 @@ package hosttest
 
 import (
 	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 )
@@ -29,5 +30,25 @@ func TestProgramsAreInstalledByCI(t *testing.T) {
 		if !listed[pkg] {
 			t.Errorf("package %s is not in .ci/host-packages", pkg)
 		}
+	}
+}
+
+// TestDir: the folder is made below a root that did not exist, with mode
+// 0711, and is gone once the test that asked for it ends.
+func TestDir(t *testing.T) {
+	root := filepath.Join(t.TempDir(), "not", "there")
+	var dir string
+	t.Run("user", func(t *testing.T) {
+		dir = Dir(t, root, "vmis-")
+		fi, err := os.Stat(dir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if fi.Mode().Perm() != 0o711 || !fi.IsDir() || filepath.Dir(dir) != root || !strings.HasPrefix(filepath.Base(dir), "vmis-") {
+			t.Errorf("Dir made %s, mode %v; want a folder vmis-* below %s, mode 0711", dir, fi.Mode(), root)
+		}
+	})
+	if _, err := os.Stat(dir); !os.IsNotExist(err) {
+		t.Errorf("%s after its test ended: %v, want it removed", dir, err)
 	}
 }
