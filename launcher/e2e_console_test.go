@@ -42,9 +42,7 @@ func newConsoleEnv(t testing.TB) *env {
 	var store string
 	e := newEnvWith(t, func(cfg *launcher.Config) {
 		dir := hosttest.Dir(t, testRoot, "images-")
-		if _, err := testguest.Install(dir, testguest.Options{}); err != nil {
-			hosttest.Missing(t, "test guest cannot be built: %v", err)
-		}
+		testguest.Require(t, dir)
 		store = dir
 		cfg.Layout.ImageStore = store
 	})

@@ -85,9 +85,7 @@ func TestLaunchConsoleAndVNC(t *testing.T) {
 	root := "/var/lib/vmi2libvirt/e2e-launch-console-" + strconv.Itoa(os.Getpid())
 	t.Cleanup(func() { _ = os.RemoveAll(root) })
 	store := filepath.Join(root, "images")
-	if _, err := testguest.Install(store, testguest.Options{}); err != nil {
-		hosttest.Missing(t, "test guest cannot be built: %v", err)
-	}
+	testguest.Require(t, store)
 	if err := os.Chmod(root, 0o711); err != nil {
 		t.Fatal(err)
 	}

@@ -32,9 +32,7 @@ func TestLaunchTiny(t *testing.T) {
 		_, _ = c.Close()
 	}
 	hosttest.LockLibvirt(t, false)
-	if _, err := testguest.Install(launcher.DefaultImageStore, testguest.Options{}); err != nil {
-		hosttest.Missing(t, "test guest cannot be built: %v", err)
-	}
+	testguest.Require(t, launcher.DefaultImageStore)
 	sample, err := os.ReadFile(filepath.Join("..", "vmis", "vmi-tiny.yaml"))
 	if err != nil {
 		t.Fatal(err)
@@ -143,9 +141,7 @@ func TestDryRun(t *testing.T) {
 		_, _ = c.Close()
 	}
 	hosttest.LockLibvirt(t, false)
-	if _, err := testguest.Install(launcher.DefaultImageStore, testguest.Options{}); err != nil {
-		hosttest.Missing(t, "test guest cannot be built: %v", err)
-	}
+	testguest.Require(t, launcher.DefaultImageStore)
 	root := "/var/lib/vmi2libvirt/e2e-dry-run-" + strconv.Itoa(os.Getpid())
 	t.Cleanup(func() { _ = os.RemoveAll(root) })
 	stateDir := filepath.Join(root, "vmis")

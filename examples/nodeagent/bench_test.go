@@ -95,9 +95,7 @@ func BenchmarkLauncherSyncToRunning(b *testing.B) {
 	hosttest.Root(b)
 	hosttest.Libvirt(b, libvirtURI)
 	hosttest.LockLibvirt(b, false)
-	if _, err := testguest.Install(launcher.DefaultImageStore, testguest.Options{}); err != nil {
-		hosttest.Missing(b, "the test guest cannot be built: %v", err)
-	}
+	testguest.Require(b, launcher.DefaultImageStore)
 	ctx := context.Background()
 	l, err := launcher.New(ctx, launcher.Config{URI: libvirtURI, Owner: uniqueName("bench"), Emulate: true,
 		Layout: convert.HostLayout{StateDir: stateDir(b)}})

@@ -28,9 +28,7 @@ import (
 func TestConsoleAndVNC(t *testing.T) {
 	hosttest.Libvirt(t, launcher.DefaultURI)
 	hosttest.LockLibvirt(t, false)
-	if _, err := testguest.Install(launcher.DefaultImageStore, testguest.Options{}); err != nil {
-		hosttest.Missing(t, "test guest cannot be built: %v", err)
-	}
+	testguest.Require(t, launcher.DefaultImageStore)
 	id := strconv.Itoa(os.Getpid())
 	name := "cli-console-" + id
 	stateDir := "/var/lib/vmi2libvirt/e2e-cli-console-" + id

@@ -68,9 +68,7 @@ func domainState(t *testing.T, name string) string {
 func TestRunStatusStopDelete(t *testing.T) {
 	hosttest.Libvirt(t, launcher.DefaultURI)
 	hosttest.LockLibvirt(t, false)
-	if _, err := testguest.Install(launcher.DefaultImageStore, testguest.Options{}); err != nil {
-		hosttest.Missing(t, "test guest cannot be built: %v", err)
-	}
+	testguest.Require(t, launcher.DefaultImageStore)
 	id := strconv.Itoa(os.Getpid())
 	name, owner := "cli-test-"+id, "cli-test-"+id
 	stateDir := "/var/lib/vmi2libvirt/e2e-cli-" + id
@@ -219,9 +217,7 @@ spec:
 func TestStopDeadline(t *testing.T) {
 	hosttest.Libvirt(t, launcher.DefaultURI)
 	hosttest.LockLibvirt(t, false)
-	if _, err := testguest.Install(launcher.DefaultImageStore, testguest.Options{}); err != nil {
-		hosttest.Missing(t, "test guest cannot be built: %v", err)
-	}
+	testguest.Require(t, launcher.DefaultImageStore)
 	id := strconv.Itoa(os.Getpid())
 	name := "cli-deadline-" + id
 	stateDir := "/var/lib/vmi2libvirt/e2e-cli-deadline-" + id

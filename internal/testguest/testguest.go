@@ -31,10 +31,12 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"testing"
 
 	k8sv1 "k8s.io/api/core/v1"
 
 	"github.com/vmi2libvirt/vmi2libvirt/imagestore"
+	"github.com/vmi2libvirt/vmi2libvirt/internal/hosttest"
 )
 
 // Ref is the reference the test guest's image is imported under. Its tag
@@ -87,6 +89,19 @@ func Install(storeRoot string, opts Options) (*imagestore.Image, error) {
 		return have, nil
 	}
 	return ImportImage(storeRoot, Ref, img)
+}
+
+// Require installs the test guest into the image store at storeRoot, as
+// Install with default Options does, for a test that boots it; a guest
+// that cannot be built skips the test, or fails it under CI
+// (hosttest.Missing).
+func Require(t testing.TB, storeRoot string) *imagestore.Image {
+	t.Helper()
+	img, err := Install(storeRoot, Options{})
+	if err != nil {
+		hosttest.Missing(t, "test guest cannot be built: %v", err)
+	}
+	return img
 }
 
 // Initramfs returns the guest's initramfs (an uncompressed newc cpio
