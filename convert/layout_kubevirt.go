@@ -165,14 +165,17 @@ func (KubeVirtLayout) Paths(vmi *v1.VirtualMachineInstance) Paths {
 		socketName = len("/virt-serial0")
 	)
 	// The folder is named after the uid, or else after the domain name,
-	// "<namespace>_<name>".
-	folder := []string{kvPrivate, "/", string(vmi.UID)}
-	if vmi.UID == "" {
+	// "<namespace>_<name>". Room for serialLog after it: the log's path
+	// is the folder's followed by it.
+	folder := make([]string, 0, 6)
+	if vmi.UID != "" {
+		folder = append(folder, kvPrivate, "/", string(vmi.UID))
+	} else {
 		ns := vmi.Namespace
 		if ns == "" {
 			ns = "default"
 		}
-		folder = []string{kvPrivate, "/", ns, "_", vmi.Name}
+		folder = append(folder, kvPrivate, "/", ns, "_", vmi.Name)
 	}
 	var kernel, initrd string
 	if kb := vmi.Spec.Domain.Firmware; kb != nil && kb.KernelBoot != nil && kb.KernelBoot.Container != nil {

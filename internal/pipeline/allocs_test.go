@@ -19,18 +19,18 @@ import (
 // cheaper. Convert's bytes are pinned as well as its allocations: with a
 // dozen allocations left, bytes are what the garbage collector charges.
 var allocBounds = map[string]struct{ decode, validate, convert, marshal, run, convertBytes int }{
-	"vm-fedora":               {177, 70, 19, 2, 281, 9760},
-	"vmi-cirros":              {120, 57, 16, 2, 215, 8224},
-	"vmi-dedicated-hugepages": {156, 63, 27, 2, 265, 9384},
-	"vmi-efi-secureboot":      {120, 54, 19, 2, 210, 8616},
-	"vmi-fedora-cloudinit":    {220, 81, 18, 2, 334, 10320},
-	"vmi-hostdisk":            {134, 63, 18, 2, 235, 9472},
-	"vmi-iothreads":           {170, 71, 18, 2, 277, 10304},
-	"vmi-kernel-boot":         {98, 46, 11, 2, 173, 6696},
-	"vmi-multus-bridge":       {147, 58, 19, 2, 241, 9168},
-	"vmi-pvc-datavolume":      {141, 70, 14, 2, 243, 8808},
-	"vmi-tiny":                {101, 45, 7, 2, 170, 6352},
-	"vmi-windows":             {304, 87, 31, 4, 436, 13344},
+	"vm-fedora":               {177, 70, 18, 2, 281, 9584},
+	"vmi-cirros":              {120, 57, 15, 2, 215, 8056},
+	"vmi-dedicated-hugepages": {156, 63, 25, 2, 265, 9216},
+	"vmi-efi-secureboot":      {120, 54, 18, 2, 210, 8440},
+	"vmi-fedora-cloudinit":    {220, 81, 17, 2, 334, 10144},
+	"vmi-hostdisk":            {134, 63, 17, 2, 235, 9296},
+	"vmi-iothreads":           {170, 71, 17, 2, 277, 10128},
+	"vmi-kernel-boot":         {98, 46, 10, 2, 173, 6528},
+	"vmi-multus-bridge":       {147, 58, 18, 2, 241, 9000},
+	"vmi-pvc-datavolume":      {141, 70, 13, 2, 243, 8632},
+	"vmi-tiny":                {101, 45, 6, 2, 170, 6184},
+	"vmi-windows":             {304, 87, 29, 4, 436, 13168},
 }
 
 // TestAllocsPerStage pins the allocations of each stage of the pipeline
