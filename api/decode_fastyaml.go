@@ -11,7 +11,8 @@ import (
 // fastYAMLToJSON is the common case of toJSON's YAML conversion, without
 // the YAML library: it reads the block YAML that VMI documents are written
 // in (block mappings and sequences, plain and simply quoted scalars, {} and
-// [], literal block scalars, comments) and writes the JSON
+// [], literal block scalars, single-quoted scalars wrapped over lines,
+// comments) and writes the JSON
 // yaml.YAMLToJSONStrict writes for it, byte for byte: keys sorted, YAML
 // 1.1's booleans and nulls, integers as written, HTML characters escaped.
 //
@@ -176,10 +177,13 @@ func (p *yamlParser) nested(indent int) (*yamlNode, bool) {
 }
 
 // inline reads a scalar, {} or [] written after a key or dash at indent;
-// no line may continue it.
+// no line may continue it but a single-quoted scalar's (quotedLines).
 func (p *yamlParser) inline(indent int, text string) (*yamlNode, bool) {
 	kind, s, ok := scalar(text)
 	if !ok {
+		if text[0] == '\'' {
+			return p.quotedLines(indent, text)
+		}
 		return nil, false
 	}
 	p.skipBlank()
@@ -280,6 +284,61 @@ func (p *yamlParser) literal(indent int, header string) (*yamlNode, bool) {
 	return p.node('"', s), true
 }
 
+// quotedLines reads a single-quoted scalar that first, the text after a
+// key or dash at indent, opens and lines below close, each indented deeper
+// than indent: the way YAML writers wrap a long string. YAML folds each
+// line break, with the spaces around it, into one space. Blank lines (line
+// breaks kept), comments and '#' anywhere (the key's line had its
+// comment cut before the scalar was seen) are left to the YAML library.
+func (p *yamlParser) quotedLines(indent int, first string) (*yamlNode, bool) {
+	if strings.IndexByte(p.lines[p.pos-1].text, '#') >= 0 {
+		return nil, false
+	}
+	var b strings.Builder
+	if _, closed := unquoteSingle(&b, strings.TrimRight(first[1:], " ")); closed {
+		return nil, false // closed, and followed by more than a comment
+	}
+	for ; p.pos < len(p.lines); p.pos++ {
+		l := p.lines[p.pos]
+		if l.text == "" || l.indent <= indent || strings.IndexByte(l.text, '#') >= 0 {
+			return nil, false
+		}
+		b.WriteByte(' ')
+		after, closed := unquoteSingle(&b, strings.TrimRight(l.text, " "))
+		if closed {
+			if strings.TrimLeft(after, " ") != "" {
+				return nil, false
+			}
+			p.pos++
+			p.skipBlank()
+			if p.pos < len(p.lines) && p.lines[p.pos].indent > indent {
+				return nil, false
+			}
+			return p.node('"', b.String()), true
+		}
+	}
+	return nil, false // never closed
+}
+
+// unquoteSingle writes the text of a single-quoted scalar from s, which
+// follows the opening quote, up to its closing quote: '' stands for '.
+// It returns what follows the closing quote, and false when s has none.
+func unquoteSingle(b *strings.Builder, s string) (after string, closed bool) {
+	for i := 0; i < len(s); i++ {
+		if s[i] != '\'' {
+			b.WriteByte(s[i])
+			continue
+		}
+		if i+1 < len(s) && s[i+1] == '\'' {
+			b.WriteByte('\'')
+			i++
+			continue
+		}
+		return s[i+1:], true
+	}
+	return "", false
+}
+
 // splitKey splits "key: rest" or "key:" with a plain key that YAML reads
 // as a string; rest has its comment and spaces removed.
 func splitKey(s string) (key, rest string, ok bool) {
@@ -327,22 +386,11 @@ func scalar(text string) (kind byte, s string, ok bool) {
 		return '"', text[1:end], true
 	case '\'':
 		var b strings.Builder
-		for i := 1; i < len(text); i++ {
-			if text[i] != '\'' {
-				b.WriteByte(text[i])
-				continue
-			}
-			if i+1 < len(text) && text[i+1] == '\'' {
-				b.WriteByte('\'')
-				i++
-				continue
-			}
-			if stripComment(text[i+1:]) != "" {
-				return 0, "", false
-			}
-			return '"', b.String(), true
+		after, closed := unquoteSingle(&b, text[1:])
+		if !closed || stripComment(after) != "" {
+			return 0, "", false
 		}
-		return 0, "", false
+		return '"', b.String(), true
 	}
 	s = stripComment(text)
 	switch s {

@@ -93,7 +93,39 @@ func FuzzFastYAML(f *testing.F) {
 	}
 	f.Add([]byte("a: |\n  x\n\n  y\n\n\nb: |-\n    z\n   \n"))
 	f.Add([]byte("a:\n- b: 1\n  c: [] # x\n- 'd'\n-   e: {}\n    f: \"g\"\n"))
+	f.Add([]byte("a:\n  b: 'x ''y\n    z'\n- 'w\n   v'\n"))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		checkFastYAML(t, "input", data)
 	})
+}
+
+// TestFastYAMLQuotedLines: single-quoted scalars wrapped over lines, as
+// YAML writers wrap long annotations, take the fast path and give the YAML
+// library's JSON; the forms the fast path leaves to the library do not.
+func TestFastYAMLQuotedLines(t *testing.T) {
+	const head = "apiVersion: kubevirt.io/v1\nkind: VirtualMachineInstance\nmetadata:\n  annotations:\n"
+	for _, c := range []struct {
+		value string
+		fast  bool
+	}{
+		{"    hook: '[{\"args\": [\"--version\", \"v1alpha2\"], \"image\":\n      \"registry:5000/hook:devel\"}]'\n", true},
+		{"    a: 'one\n      two\n        three  '\n    b: c\n", true},
+		{"    a: 'it''s\n      ''quoted'''\n", true},
+		{"    a: '\n      starts on the next line'\n", true},
+		{"    a: 'ends with a space\n      '\n", true},
+		{"    a: 'spaces   \n         around   \n      lines'   \n", true},
+		{"    a: 'then a blank line'\n\n    b: c\n", true},
+		{"    a: 'one\n\n      two'\n", false},        // a kept line break
+		{"    a: 'one\n    two'\n", false},            // continued at the key's indentation
+		{"    a: 'one # two\n      three'\n", false},  // '#' on the key's line
+		{"    a: 'one\n      # two'\n", false},        // a line that looks like a comment
+		{"    a: 'one\n      two' x\n", false},        // text after the closing quote
+		{"    a: 'one\n      two'\n      c\n", false}, // more text below
+		{"    a: 'never closed\n      two\n", false},
+	} {
+		data := []byte(head + c.value + "  name: x\n")
+		if got := checkFastYAML(t, c.value, data); got != c.fast {
+			t.Errorf("%q: fast path %v, want %v", c.value, got, c.fast)
+		}
+	}
 }
