@@ -321,7 +321,8 @@ func (p *yamlParser) quotedLines(indent int, first string) (*yamlNode, bool) {
 }
 
 // unquoteSingle writes the text of a single-quoted scalar from s, which
-// follows the opening quote, up to its closing quote: '' stands for '.
+// follows the opening quote, up to its closing quote, where two quotes
+// in a row stand for one.
 // It returns what follows the closing quote, and false when s has none.
 func unquoteSingle(b *strings.Builder, s string) (after string, closed bool) {
 	for i := 0; i < len(s); i++ {
