@@ -2,7 +2,6 @@ package testguest
 
 import (
 	"bytes"
-	"context"
 	"encoding/binary"
 	"fmt"
 	"os"
@@ -10,8 +9,6 @@ import (
 	"path/filepath"
 	"strings"
 	"time"
-
-	k8sv1 "k8s.io/api/core/v1"
 
 	"github.com/vmi2libvirt/vmi2libvirt/imagestore"
 )
@@ -158,25 +155,13 @@ func InstallBootImages(storeRoot string, opts BootOptions) ([]*imagestore.Image,
 	if err != nil {
 		return nil, err
 	}
-	store, err := imagestore.New(imagestore.Config{Root: storeRoot})
-	if err != nil {
-		return nil, err
-	}
 	var out []*imagestore.Image
 	for _, bi := range images {
 		img, err := DiskImage(DiskFile, bi.Disk)
 		if err != nil {
 			return nil, err
 		}
-		digest, err := img.Digest()
-		if err != nil {
-			return nil, err
-		}
-		if have, err := store.Resolve(context.Background(), imagestore.Request{Reference: bi.Ref, PullPolicy: k8sv1.PullNever}); err == nil && have.Digest == digest.String() {
-			out = append(out, have)
-			continue
-		}
-		got, err := ImportImage(storeRoot, bi.Ref, img)
+		got, err := installImage(storeRoot, bi.Ref, img)
 		if err != nil {
 			return nil, err
 		}

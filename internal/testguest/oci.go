@@ -16,6 +16,7 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/mutate"
 	"github.com/google/go-containerregistry/pkg/v1/tarball"
 	"github.com/google/go-containerregistry/pkg/v1/types"
+	k8sv1 "k8s.io/api/core/v1"
 
 	"github.com/vmi2libvirt/vmi2libvirt/imagestore"
 )
@@ -118,6 +119,24 @@ func DiskImage(name string, disk []byte) (v1.Image, error) {
 		return nil, err
 	}
 	return singleLayerImage(buf.Bytes())
+}
+
+// installImage imports img into the image store at storeRoot under
+// reference (ImportImage), unless an image of the same digest is there
+// under it already: that one is returned, left alone.
+func installImage(storeRoot, reference string, img v1.Image) (*imagestore.Image, error) {
+	digest, err := img.Digest()
+	if err != nil {
+		return nil, err
+	}
+	store, err := imagestore.New(imagestore.Config{Root: storeRoot})
+	if err != nil {
+		return nil, err
+	}
+	if have, err := store.Resolve(context.Background(), imagestore.Request{Reference: reference, PullPolicy: k8sv1.PullNever}); err == nil && have.Digest == digest.String() {
+		return have, nil
+	}
+	return ImportImage(storeRoot, reference, img)
 }
 
 // ImportImage imports img into the image store at storeRoot under

@@ -26,14 +26,11 @@ package testguest
 
 import (
 	"bytes"
-	"context"
 	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
-
-	k8sv1 "k8s.io/api/core/v1"
 
 	"github.com/vmi2libvirt/vmi2libvirt/imagestore"
 	"github.com/vmi2libvirt/vmi2libvirt/internal/hosttest"
@@ -77,18 +74,7 @@ func Install(storeRoot string, opts Options) (*imagestore.Image, error) {
 	if err != nil {
 		return nil, err
 	}
-	digest, err := img.Digest()
-	if err != nil {
-		return nil, err
-	}
-	store, err := imagestore.New(imagestore.Config{Root: storeRoot})
-	if err != nil {
-		return nil, err
-	}
-	if have, err := store.Resolve(context.Background(), imagestore.Request{Reference: Ref, PullPolicy: k8sv1.PullNever}); err == nil && have.Digest == digest.String() {
-		return have, nil
-	}
-	return ImportImage(storeRoot, Ref, img)
+	return installImage(storeRoot, Ref, img)
 }
 
 // Require installs the test guest into the image store at storeRoot, as
