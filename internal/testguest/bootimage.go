@@ -115,15 +115,7 @@ const sourceDateEpoch = 1704067200
 // no root: the same inputs give the same bytes.
 func BootImages(opts BootOptions) ([]BootImage, error) {
 	opts = opts.withDefaults()
-	version, err := kernelVersion(opts.KernelTree)
-	if err != nil {
-		return nil, err
-	}
-	kernel, err := os.ReadFile(filepath.Join(opts.KernelTree, "boot", "vmlinuz-"+version))
-	if err != nil {
-		return nil, fmt.Errorf("test guest kernel: %w", err)
-	}
-	initrd, err := initramfs(opts.KernelTree, version, opts.Busybox, append(append([]string(nil), Modules...), BootModules...))
+	kernel, initrd, err := kernelAndInitramfs(opts.KernelTree, opts.Busybox, append(append([]string(nil), Modules...), BootModules...))
 	if err != nil {
 		return nil, err
 	}

@@ -4,11 +4,9 @@ import (
 	"archive/tar"
 	"bytes"
 	"context"
-	"fmt"
 	"io"
 	"os"
 	"path"
-	"path/filepath"
 
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/google/go-containerregistry/pkg/v1/empty"
@@ -31,15 +29,7 @@ func Image(opts Options) (v1.Image, error) {
 	if opts.Busybox == "" {
 		opts.Busybox = DefaultBusybox
 	}
-	version, err := kernelVersion(opts.KernelTree)
-	if err != nil {
-		return nil, err
-	}
-	kernel, err := os.ReadFile(filepath.Join(opts.KernelTree, "boot", "vmlinuz-"+version))
-	if err != nil {
-		return nil, fmt.Errorf("test guest kernel: %w", err)
-	}
-	initrd, err := Initramfs(opts.KernelTree, version, opts.Busybox)
+	kernel, initrd, err := kernelAndInitramfs(opts.KernelTree, opts.Busybox, Modules)
 	if err != nil {
 		return nil, err
 	}

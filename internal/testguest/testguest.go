@@ -97,6 +97,24 @@ func Initramfs(kernelTree, version, busybox string) ([]byte, error) {
 	return initramfs(kernelTree, version, busybox, Modules)
 }
 
+// kernelAndInitramfs reads the kernel of kernelTree and builds its
+// initramfs (initramfs) loading modules.
+func kernelAndInitramfs(kernelTree, busybox string, modules []string) (kernel, initrd []byte, err error) {
+	version, err := kernelVersion(kernelTree)
+	if err != nil {
+		return nil, nil, err
+	}
+	kernel, err = os.ReadFile(filepath.Join(kernelTree, "boot", "vmlinuz-"+version))
+	if err != nil {
+		return nil, nil, fmt.Errorf("test guest kernel: %w", err)
+	}
+	initrd, err = initramfs(kernelTree, version, busybox, modules)
+	if err != nil {
+		return nil, nil, err
+	}
+	return kernel, initrd, nil
+}
+
 // initramfs is Initramfs loading modules (and what they depend on).
 func initramfs(kernelTree, version, busybox string, modules []string) ([]byte, error) {
 	bb, err := os.ReadFile(busybox)
