@@ -170,8 +170,9 @@ func (s *streamServers) open(ctx context.Context, vmi *v1.VirtualMachineInstance
 	}
 	for _, p := range streamPorts {
 		if p.off(ref) {
-			// The launcher refuses such a VMI's stream at once, naming
-			// the field, before it touches anything.
+			// The launcher refuses such a VMI's stream, naming the
+			// field, once it has read the domain and found no such
+			// device: nothing is opened.
 			stream, err := p.open(ctx, s.launcher, ref)
 			if errors.Is(err, launcher.ErrInvalid) {
 				*p.refusal(&v.entry) = err.Error()
