@@ -185,11 +185,7 @@ func (w *xmlWriter) chardevSource(name, typ string, s *libvirtxml.DomainChardevS
 
 func (w *xmlWriter) elemDomainDiskReservationsSource(_ string, v *libvirtxml.DomainDiskReservationsSource) {
 	s := libvirtxml.DomainChardevSource(*v)
-	typ, ok := chardevType(&s)
-	if !ok {
-		w.unhandled()
-		return
-	}
+	typ, _ := chardevType(&s) // chardevSource leaves the other kinds to libvirtxml
 	w.chardevSource("source", typ, &s)
 }
 
