@@ -25,9 +25,6 @@ import (
 func locateErrors(out any, js []byte, err error) field.ErrorList {
 	var errs field.ErrorList
 	locate(reflect.TypeOf(out), js, nil, err, &errs)
-	if len(errs) == 0 {
-		errs = append(errs, field.Invalid(field.NewPath("<document>"), nil, decodeMessage(err)))
-	}
 	return errs
 }
 

@@ -117,20 +117,20 @@ func Convert(vmi *v1.VirtualMachineInstance, opts Options) (*libvirtxml.Domain, 
 // DomainName is the libvirt name of a VMI's domain: "<namespace>_<name>",
 // as KubeVirt names it.
 func DomainName(vmi *v1.VirtualMachineInstance) string {
-	ns := vmi.Namespace
-	if ns == "" {
-		ns = "default"
-	}
-	return ns + "_" + vmi.Name
+	return vmiNamespace(vmi) + "_" + vmi.Name
 }
 
 // domainName is DomainName, in the converter's text.
 func (c *converter) domainName() string {
-	ns := c.vmi.Namespace
-	if ns == "" {
-		ns = "default"
+	return c.text.join(vmiNamespace(c.vmi), "_", c.vmi.Name)
+}
+
+// vmiNamespace is the VMI's namespace, "default" when it has none.
+func vmiNamespace(vmi *v1.VirtualMachineInstance) string {
+	if vmi.Namespace == "" {
+		return "default"
 	}
-	return c.text.join(ns, "_", c.vmi.Name)
+	return vmi.Namespace
 }
 
 // identity sets the domain uuid from spec.domain.firmware.uuid.

@@ -115,11 +115,7 @@ func kvOverlay(volume string) string {
 
 // kvCloudInit is where virt-launcher writes a cloud-init ISO.
 func kvCloudInit(vmi *v1.VirtualMachineInstance, file string) string {
-	ns := vmi.Namespace
-	if ns == "" {
-		ns = "default"
-	}
-	return joinPath(kvEphemeralDisks, "cloud-init-data", ns, vmi.Name, file)
+	return joinPath(kvEphemeralDisks, "cloud-init-data", vmiNamespace(vmi), vmi.Name, file)
 }
 
 // kvConfigISOs is the folder of each config volume's ISO ("" for other
@@ -171,11 +167,7 @@ func (KubeVirtLayout) Paths(vmi *v1.VirtualMachineInstance) Paths {
 	if vmi.UID != "" {
 		folder = append(folder, kvPrivate, "/", string(vmi.UID))
 	} else {
-		ns := vmi.Namespace
-		if ns == "" {
-			ns = "default"
-		}
-		folder = append(folder, kvPrivate, "/", ns, "_", vmi.Name)
+		folder = append(folder, kvPrivate, "/", vmiNamespace(vmi), "_", vmi.Name)
 	}
 	var kernel, initrd string
 	if kb := vmi.Spec.Domain.Firmware; kb != nil && kb.KernelBoot != nil && kb.KernelBoot.Container != nil {

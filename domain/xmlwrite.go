@@ -1,6 +1,7 @@
 package domain
 
 import (
+	"math/bits"
 	"strconv"
 	"unicode/utf8"
 
@@ -140,7 +141,7 @@ func (w *xmlWriter) attrUint(name string, v uint64) {
 func (w *xmlWriter) attrHex(name string, v uint64, digits int) {
 	w.attrName(name)
 	w.buf = append(w.buf, "0x"...)
-	for n := len(strconv.FormatUint(v, 16)); n < digits; n++ {
+	for n := max((bits.Len64(v)+3)/4, 1); n < digits; n++ { // v's hex digits
 		w.buf = append(w.buf, '0')
 	}
 	w.buf = strconv.AppendUint(w.buf, v, 16)

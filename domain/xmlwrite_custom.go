@@ -52,14 +52,7 @@ func (w *xmlWriter) elemDomainAddress(name string, v *libvirtxml.DomainAddress) 
 	case v.PCI != nil:
 		w.addressPCI(name, "pci", v.PCI)
 	case v.Drive != nil:
-		a := v.Drive
-		w.emptyElem(name, func() {
-			w.attrString("type", "drive")
-			w.attrUintPtr("controller", a.Controller)
-			w.attrUintPtr("bus", a.Bus)
-			w.attrUintPtr("target", a.Target)
-			w.attrUintPtr("unit", a.Unit)
-		})
+		w.addressDrive(name, "drive", v.Drive)
 	case v.DIMM != nil, v.ISA != nil, v.VirtioMMIO != nil, v.CCW != nil, v.VirtioSerial != nil,
 		v.SpaprVIO != nil, v.CCID != nil, v.VirtioS390 != nil, v.Unassigned != nil:
 		w.unhandled()
@@ -67,7 +60,16 @@ func (w *xmlWriter) elemDomainAddress(name string, v *libvirtxml.DomainAddress) 
 }
 
 func (w *xmlWriter) elemDomainAddressDrive(name string, a *libvirtxml.DomainAddressDrive) {
+	w.addressDrive(name, "", a)
+}
+
+// addressDrive writes a drive address, with a type attribute first unless
+// typ is empty.
+func (w *xmlWriter) addressDrive(name, typ string, a *libvirtxml.DomainAddressDrive) {
 	w.emptyElem(name, func() {
+		if typ != "" {
+			w.attrString("type", typ)
+		}
 		w.attrUintPtr("controller", a.Controller)
 		w.attrUintPtr("bus", a.Bus)
 		w.attrUintPtr("target", a.Target)
@@ -183,11 +185,7 @@ func (w *xmlWriter) chardevSource(name, typ string, s *libvirtxml.DomainChardevS
 
 func (w *xmlWriter) elemDomainDiskReservationsSource(_ string, v *libvirtxml.DomainDiskReservationsSource) {
 	s := libvirtxml.DomainChardevSource(*v)
-	typ, ok := chardevType(&s)
-	if !ok {
-		w.unhandled()
-		return
-	}
+	typ, _ := chardevType(&s) // chardevSource leaves the other kinds to libvirtxml
 	w.chardevSource("source", typ, &s)
 }
 

@@ -114,7 +114,7 @@ func (g *gen) structType(t reflect.Type) {
 	g.printf("func (w *xmlWriter) attrs%s(v *libvirtxml.%s) {\n", n, n)
 	for _, f := range fs {
 		if f.has("attr") {
-			g.attr(t, f)
+			g.attr(f)
 		}
 	}
 	g.printf("}\n\n")
@@ -122,7 +122,7 @@ func (g *gen) structType(t reflect.Type) {
 	g.printf("func (w *xmlWriter) children%s(v *libvirtxml.%s) {\n", n, n)
 	for _, f := range fs {
 		if !f.has("attr") {
-			g.child(t, f)
+			g.child(f)
 		}
 	}
 	g.printf("}\n\n")
@@ -176,7 +176,7 @@ func (g *gen) unhandled(f field) {
 	g.printf("if !(%s) {\nw.unhandled()\n}\n", zero(f.expr, f.f.Type))
 }
 
-func (g *gen) attr(owner reflect.Type, f field) {
+func (g *gen) attr(f field) {
 	t := f.f.Type
 	ptr := t.Kind() == reflect.Pointer
 	if ptr {
@@ -202,7 +202,7 @@ func (g *gen) attr(owner reflect.Type, f field) {
 	}
 }
 
-func (g *gen) child(owner reflect.Type, f field) {
+func (g *gen) child(f field) {
 	t := f.f.Type
 	if f.has("innerxml") || f.has("comment") || f.has("any") || f.has("cdata") {
 		g.unhandled(f)
