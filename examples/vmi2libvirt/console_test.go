@@ -40,14 +40,7 @@ func TestConsoleAndVNC(t *testing.T) {
 	tiny := strings.Replace(sample(t, "../vmis/vmi-tiny.yaml"), "name: tiny", "name: "+name, 1)
 	expect(t, exitOK, tiny, append([]string{"run", "--emulate", "-"}, flags...)...)
 	serial := filepath.Join(stateDir, "default_"+name, "serial0.log")
-	for deadline := time.Now().Add(3 * time.Minute); ; time.Sleep(200 * time.Millisecond) {
-		if b, _ := os.ReadFile(serial); strings.Contains(string(b), testguest.ShellMarker) {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("the guest did not reach its shell; serial log:\n%s", sample(t, serial))
-		}
-	}
+	waitSerial(t, serial, testguest.ShellMarker)
 
 	// The console: type a command, read its answer, detach with Ctrl-].
 	console := exec.Command(binary, append([]string{"console", name}, flags...)...)

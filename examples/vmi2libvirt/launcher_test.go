@@ -59,6 +59,20 @@ func domainState(t *testing.T, name string) string {
 	return strings.TrimSpace(string(out))
 }
 
+// waitSerial waits, up to 3 minutes, until the guest has written want on
+// its serial log, the file at path.
+func waitSerial(t *testing.T, path, want string) {
+	t.Helper()
+	for deadline := time.Now().Add(3 * time.Minute); ; time.Sleep(200 * time.Millisecond) {
+		if b, _ := os.ReadFile(path); strings.Contains(string(b), want) {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the guest wrote no %q in 3 minutes; serial log:\n%s", want, sample(t, path))
+		}
+	}
+}
+
 // TestRunStatusStopDelete runs the test guest through the command as a
 // user would, under emulation, with a name, owner and state folder of its
 // own: run --dry-run writes nothing; run starts it; status -o json says
@@ -135,15 +149,7 @@ func TestRunStatusStopDelete(t *testing.T) {
 	}
 
 	// Stop once the guest handles the power button: it powers off.
-	serial := filepath.Join(stateDir, domainName, "serial0.log")
-	for deadline := time.Now().Add(3 * time.Minute); ; time.Sleep(200 * time.Millisecond) {
-		if b, _ := os.ReadFile(serial); strings.Contains(string(b), "waiting for the ACPI power button") {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("the guest did not boot; serial log:\n%s", sample(t, serial))
-		}
-	}
+	waitSerial(t, filepath.Join(stateDir, domainName, "serial0.log"), "waiting for the ACPI power button")
 	r = expect(t, exitOK, "", append([]string{"stop", name}, flags...)...)
 	if !strings.HasPrefix(r.stdout, "default/"+name+" phase=Succeeded ") {
 		t.Errorf("stop printed %q", r.stdout)
@@ -238,15 +244,7 @@ func TestStopDeadline(t *testing.T) {
 		_ = os.RemoveAll(stateDir)
 	})
 	expect(t, exitOK, tiny, append([]string{"run", "--emulate", "-"}, flags...)...)
-	serial := filepath.Join(stateDir, "default_"+name, "serial0.log")
-	for deadline := time.Now().Add(3 * time.Minute); ; time.Sleep(200 * time.Millisecond) {
-		if b, _ := os.ReadFile(serial); strings.Contains(string(b), "testguest: ignoring ACPI") {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("the guest did not boot; serial log:\n%s", sample(t, serial))
-		}
-	}
+	waitSerial(t, filepath.Join(stateDir, "default_"+name, "serial0.log"), "testguest: ignoring ACPI")
 
 	stop := exec.Command(binary, append([]string{"stop", name}, flags...)...)
 	var stderr strings.Builder
