@@ -9,15 +9,12 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/vmi2libvirt/vmi2libvirt/internal/hosttest"
 	"github.com/vmi2libvirt/vmi2libvirt/internal/rfb"
 	"github.com/vmi2libvirt/vmi2libvirt/internal/testguest"
-	"github.com/vmi2libvirt/vmi2libvirt/launcher"
 )
 
 // TestConsoleAndVNC runs the test guest with run, then attaches to its
@@ -26,17 +23,7 @@ import (
 // on a loopback port, where an RFB handshake gets QEMU's 720x400 text-mode
 // framebuffer.
 func TestConsoleAndVNC(t *testing.T) {
-	hosttest.Libvirt(t, launcher.DefaultURI)
-	hosttest.LockLibvirt(t, false)
-	testguest.Require(t, launcher.DefaultImageStore)
-	id := strconv.Itoa(os.Getpid())
-	name := "cli-console-" + id
-	stateDir := "/var/lib/vmi2libvirt/e2e-cli-console-" + id
-	flags := []string{"--owner", "cli-console-" + id, "--state-dir", stateDir}
-	t.Cleanup(func() {
-		_ = exec.Command(binary, append([]string{"delete", name}, flags...)...).Run()
-		_ = os.RemoveAll(stateDir)
-	})
+	name, stateDir, flags := guestVMI(t, "console")
 	tiny := strings.Replace(sample(t, "../vmis/vmi-tiny.yaml"), "name: tiny", "name: "+name, 1)
 	expect(t, exitOK, tiny, append([]string{"run", "--emulate", "-"}, flags...)...)
 	serial := filepath.Join(stateDir, "default_"+name, "serial0.log")
