@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/vmi2libvirt/vmi2libvirt/internal/rfb"
+	"github.com/vmi2libvirt/vmi2libvirt/internal/streamtest"
 	"github.com/vmi2libvirt/vmi2libvirt/internal/testguest"
 )
 
@@ -35,46 +36,29 @@ func TestConsoleAndVNC(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	stdout, err := console.StdoutPipe()
+	stdoutPipe, err := console.StdoutPipe()
 	if err != nil {
 		t.Fatal(err)
 	}
-	var stderr strings.Builder
-	console.Stderr = &stderr
+	stderrPipe, err := console.StderrPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
 	if err := console.Start(); err != nil {
 		t.Fatal(err)
 	}
-	answer := make(chan bool, 1)
-	go func() {
-		sc := bufio.NewScanner(stdout)
-		for sc.Scan() {
-			if strings.Contains(sc.Text(), "cli-console-42") {
-				answer <- true
-				break
-			}
-		}
-		_, _ = io.Copy(io.Discard, stdout)
-		close(answer)
-	}()
-	for deadline := time.Now().Add(time.Minute); !strings.Contains(stderr.String(), "connected to the console"); time.Sleep(50 * time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Fatalf("console did not connect: %s", stderr.String())
-		}
-	}
+	stdout, stderr := streamtest.ReadAll(stdoutPipe), streamtest.ReadAll(stderrPipe)
+	stderr.WaitFor(t, "connected to the console", 0, time.Minute)
 	if _, err := io.WriteString(stdin, "echo cli-console-$((6*7))\r"); err != nil {
 		t.Fatal(err)
 	}
-	select {
-	case ok := <-answer:
-		if !ok {
-			t.Fatalf("the console ended without the answer; stderr: %s", stderr.String())
-		}
-	case <-time.After(time.Minute):
-		t.Fatalf("no answer from the guest's shell; stderr: %s", stderr.String())
-	}
+	stdout.WaitFor(t, "cli-console-42", 0, time.Minute)
 	if _, err := stdin.Write([]byte{0x1d}); err != nil {
 		t.Fatal(err)
 	}
+	// Both pipes are read to their end before Wait closes them.
+	stdout.End(t, time.Minute)
+	stderr.End(t, time.Minute)
 	if err := console.Wait(); err != nil || !strings.Contains(stderr.String(), "it keeps running") {
 		t.Fatalf("console after Ctrl-]: %v\n%s", err, stderr.String())
 	}
