@@ -37,7 +37,6 @@ import (
 	"context"
 	"flag"
 	"fmt"
-	"log/slog"
 	"os"
 	"os/signal"
 	"sync"
@@ -90,7 +89,7 @@ func main() {
 		Owner:   *owner,
 		Emulate: *emulate,
 		Layout:  convert.HostLayout{StateDir: *stateDir, ImageStore: *imageStore, HostDiskAllow: hostDiskAllow},
-		Logger:  logger(*verbose),
+		Logger:  cmdutil.Logger(os.Stderr, *verbose),
 	}
 	// A pull that lasts reports its progress on the terminal.
 	cfg.Images.Progress = func(p imagestore.Progress) {
@@ -112,26 +111,6 @@ type runOptions struct {
 	keep    bool // leave the ended VMI defined
 	console bool // attach the terminal to the serial console
 	vnc     vncFlags
-}
-
-// logger writes the launcher's warnings to stderr (a host where libvirt is
-// slow is never a silent one) and, with -v, each of its steps, with the
-// time since the program started.
-func logger(verbose bool) *slog.Logger {
-	level := slog.LevelWarn
-	if verbose {
-		level = slog.LevelDebug
-	}
-	began := time.Now()
-	return slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{
-		Level: level,
-		ReplaceAttr: func(groups []string, a slog.Attr) slog.Attr {
-			if a.Key == slog.TimeKey && len(groups) == 0 {
-				return slog.String("t", time.Since(began).Round(time.Millisecond).String())
-			}
-			return a
-		},
-	}))
 }
 
 // readVMI decodes the VMI (or VirtualMachine) in file.

@@ -35,21 +35,13 @@ func newGoldenCommand() *cobra.Command {
 
   # After a change: rewrite the stale fixtures, then read what changed
   vmi2libvirt golden update testdata/domains && git diff testdata/domains`,
-		Args: noSubcommand,
+		// Without NoArgs, cobra prints the help of a command that only
+		// groups subcommands and exits 0 whatever follows it.
+		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error { return cmd.Help() },
 	}
 	cmd.AddCommand(newGoldenCheckCommand(), newGoldenUpdateCommand())
 	return cmd
-}
-
-// noSubcommand refuses arguments to a command that only groups
-// subcommands (without it, cobra prints the help of such a command and
-// exits 0 whatever follows it).
-func noSubcommand(cmd *cobra.Command, args []string) error {
-	if len(args) > 0 {
-		return usageErrorf("unknown command %q for %q", args[0], cmd.CommandPath())
-	}
-	return nil
 }
 
 func newGoldenCheckCommand() *cobra.Command {

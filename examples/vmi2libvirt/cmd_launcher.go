@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"log/slog"
 	"os"
 	"os/signal"
 	"syscall"
@@ -18,6 +17,7 @@ import (
 
 	"github.com/vmi2libvirt/vmi2libvirt/api"
 	"github.com/vmi2libvirt/vmi2libvirt/imagestore"
+	"github.com/vmi2libvirt/vmi2libvirt/internal/cmdutil"
 	"github.com/vmi2libvirt/vmi2libvirt/launcher"
 	"github.com/vmi2libvirt/vmi2libvirt/pipeline"
 )
@@ -47,7 +47,7 @@ func (f *launcherFlags) open(ctx context.Context, errOut io.Writer, emulate bool
 		Owner:   f.owner,
 		Emulate: emulate,
 		Layout:  f.host.layout(),
-		Logger:  logger(errOut, f.verbose),
+		Logger:  cmdutil.Logger(errOut, f.verbose),
 	}
 	cfg.Images.Progress = func(p imagestore.Progress) {
 		state := "pulling"
@@ -87,25 +87,6 @@ func interruptible(ctx context.Context) (context.Context, context.CancelFunc) {
 		stop()
 	}()
 	return ctx, stop
-}
-
-// logger writes the launcher's warnings to w and, when verbose, each of
-// its steps, with the time since the command started.
-func logger(w io.Writer, verbose bool) *slog.Logger {
-	level := slog.LevelWarn
-	if verbose {
-		level = slog.LevelDebug
-	}
-	began := time.Now()
-	return slog.New(slog.NewTextHandler(w, &slog.HandlerOptions{
-		Level: level,
-		ReplaceAttr: func(groups []string, a slog.Attr) slog.Attr {
-			if a.Key == slog.TimeKey && len(groups) == 0 {
-				return slog.String("t", time.Since(began).Round(time.Millisecond).String())
-			}
-			return a
-		},
-	}))
 }
 
 // launcherError gives a launcher's error its exit code: a VMI refused is

@@ -79,7 +79,7 @@ printed.`,
 				srv := &launcher.StreamServer{
 					Open:           func(ctx context.Context) (io.ReadWriteCloser, error) { return l.VNC(ctx, vmi) },
 					OriginPatterns: originPattern,
-					Logger:         logger(cmd.ErrOrStderr(), lf.verbose),
+					Logger:         cmdutil.Logger(cmd.ErrOrStderr(), lf.verbose),
 				}
 				errs := make(chan error, len(lns))
 				for _, s := range lns {

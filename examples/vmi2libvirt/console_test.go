@@ -9,15 +9,13 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/vmi2libvirt/vmi2libvirt/internal/hosttest"
 	"github.com/vmi2libvirt/vmi2libvirt/internal/rfb"
+	"github.com/vmi2libvirt/vmi2libvirt/internal/streamtest"
 	"github.com/vmi2libvirt/vmi2libvirt/internal/testguest"
-	"github.com/vmi2libvirt/vmi2libvirt/launcher"
 )
 
 // TestConsoleAndVNC runs the test guest with run, then attaches to its
@@ -26,28 +24,11 @@ import (
 // on a loopback port, where an RFB handshake gets QEMU's 720x400 text-mode
 // framebuffer.
 func TestConsoleAndVNC(t *testing.T) {
-	hosttest.Libvirt(t, launcher.DefaultURI)
-	hosttest.LockLibvirt(t, false)
-	testguest.Require(t, launcher.DefaultImageStore)
-	id := strconv.Itoa(os.Getpid())
-	name := "cli-console-" + id
-	stateDir := "/var/lib/vmi2libvirt/e2e-cli-console-" + id
-	flags := []string{"--owner", "cli-console-" + id, "--state-dir", stateDir}
-	t.Cleanup(func() {
-		_ = exec.Command(binary, append([]string{"delete", name}, flags...)...).Run()
-		_ = os.RemoveAll(stateDir)
-	})
+	name, stateDir, flags := guestVMI(t, "console")
 	tiny := strings.Replace(sample(t, "../vmis/vmi-tiny.yaml"), "name: tiny", "name: "+name, 1)
 	expect(t, exitOK, tiny, append([]string{"run", "--emulate", "-"}, flags...)...)
 	serial := filepath.Join(stateDir, "default_"+name, "serial0.log")
-	for deadline := time.Now().Add(3 * time.Minute); ; time.Sleep(200 * time.Millisecond) {
-		if b, _ := os.ReadFile(serial); strings.Contains(string(b), testguest.ShellMarker) {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("the guest did not reach its shell; serial log:\n%s", sample(t, serial))
-		}
-	}
+	waitSerial(t, serial, testguest.ShellMarker)
 
 	// The console: type a command, read its answer, detach with Ctrl-].
 	console := exec.Command(binary, append([]string{"console", name}, flags...)...)
@@ -55,46 +36,29 @@ func TestConsoleAndVNC(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	stdout, err := console.StdoutPipe()
+	stdoutPipe, err := console.StdoutPipe()
 	if err != nil {
 		t.Fatal(err)
 	}
-	var stderr strings.Builder
-	console.Stderr = &stderr
+	stderrPipe, err := console.StderrPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
 	if err := console.Start(); err != nil {
 		t.Fatal(err)
 	}
-	answer := make(chan bool, 1)
-	go func() {
-		sc := bufio.NewScanner(stdout)
-		for sc.Scan() {
-			if strings.Contains(sc.Text(), "cli-console-42") {
-				answer <- true
-				break
-			}
-		}
-		_, _ = io.Copy(io.Discard, stdout)
-		close(answer)
-	}()
-	for deadline := time.Now().Add(time.Minute); !strings.Contains(stderr.String(), "connected to the console"); time.Sleep(50 * time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Fatalf("console did not connect: %s", stderr.String())
-		}
-	}
+	stdout, stderr := streamtest.ReadAll(stdoutPipe), streamtest.ReadAll(stderrPipe)
+	stderr.WaitFor(t, "connected to the console", 0, time.Minute)
 	if _, err := io.WriteString(stdin, "echo cli-console-$((6*7))\r"); err != nil {
 		t.Fatal(err)
 	}
-	select {
-	case ok := <-answer:
-		if !ok {
-			t.Fatalf("the console ended without the answer; stderr: %s", stderr.String())
-		}
-	case <-time.After(time.Minute):
-		t.Fatalf("no answer from the guest's shell; stderr: %s", stderr.String())
-	}
+	stdout.WaitFor(t, "cli-console-42", 0, time.Minute)
 	if _, err := stdin.Write([]byte{0x1d}); err != nil {
 		t.Fatal(err)
 	}
+	// Both pipes are read to their end before Wait closes them.
+	stdout.End(t, time.Minute)
+	stderr.End(t, time.Minute)
 	if err := console.Wait(); err != nil || !strings.Contains(stderr.String(), "it keeps running") {
 		t.Fatalf("console after Ctrl-]: %v\n%s", err, stderr.String())
 	}

@@ -53,6 +53,7 @@ func TestUsageErrors(t *testing.T) {
 		{[]string{"validate", "--nope"}, "error: unknown flag: --nope\nRun 'vmi2libvirt validate --help' for usage."},
 		{[]string{"diff", "a"}, "error: vmi2libvirt diff takes A B, got 1 argument(s)\nRun 'vmi2libvirt diff --help' for usage."},
 		{[]string{"golden", "check", "a", "b"}, "error: vmi2libvirt golden check takes DIR, got 2 argument(s)"},
+		{[]string{"golden", "bogus"}, `error: unknown command "bogus" for "vmi2libvirt golden"` + "\nRun 'vmi2libvirt golden --help' for usage."},
 	} {
 		r := expect(t, exitUsage, "", c.args...)
 		if !strings.Contains(r.stderr, c.want) || r.stdout != "" {

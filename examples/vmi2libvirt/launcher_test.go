@@ -59,6 +59,39 @@ func domainState(t *testing.T, name string) string {
 	return strings.TrimSpace(string(out))
 }
 
+// guestVMI readies the host for a test that runs the test guest as the
+// VMI cli-WHAT-PID, owned by a launcher of the same name, in a state
+// folder of its own: it returns the name, the folder and the flags that
+// say so. The VMI is deleted and the folder removed when the test ends.
+func guestVMI(t *testing.T, what string) (name, stateDir string, flags []string) {
+	t.Helper()
+	hosttest.Libvirt(t, launcher.DefaultURI)
+	hosttest.LockLibvirt(t, false)
+	testguest.Require(t, launcher.DefaultImageStore)
+	name = "cli-" + what + "-" + strconv.Itoa(os.Getpid())
+	stateDir = "/var/lib/vmi2libvirt/e2e-" + name
+	flags = []string{"--owner", name, "--state-dir", stateDir}
+	t.Cleanup(func() {
+		_ = exec.Command(binary, append([]string{"delete", name}, flags...)...).Run()
+		_ = os.RemoveAll(stateDir)
+	})
+	return name, stateDir, flags
+}
+
+// waitSerial waits, up to 3 minutes, until the guest has written want on
+// its serial log, the file at path.
+func waitSerial(t *testing.T, path, want string) {
+	t.Helper()
+	for deadline := time.Now().Add(3 * time.Minute); ; time.Sleep(200 * time.Millisecond) {
+		if b, _ := os.ReadFile(path); strings.Contains(string(b), want) {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the guest wrote no %q in 3 minutes; serial log:\n%s", want, sample(t, path))
+		}
+	}
+}
+
 // TestRunStatusStopDelete runs the test guest through the command as a
 // user would, under emulation, with a name, owner and state folder of its
 // own: run --dry-run writes nothing; run starts it; status -o json says
@@ -66,19 +99,10 @@ func domainState(t *testing.T, name string) string {
 // (Succeeded); delete removes its domain and folder; then the name is
 // unknown (exit 2). A libvirt that cannot be reached is exit 3.
 func TestRunStatusStopDelete(t *testing.T) {
-	hosttest.Libvirt(t, launcher.DefaultURI)
-	hosttest.LockLibvirt(t, false)
-	testguest.Require(t, launcher.DefaultImageStore)
-	id := strconv.Itoa(os.Getpid())
-	name, owner := "cli-test-"+id, "cli-test-"+id
-	stateDir := "/var/lib/vmi2libvirt/e2e-cli-" + id
-	flags := []string{"--owner", owner, "--state-dir", stateDir}
+	name, stateDir, flags := guestVMI(t, "test")
+	owner := name
 	vmiFile := writeFile(t, t.TempDir(), "tiny.yaml", strings.Replace(sample(t, "../vmis/vmi-tiny.yaml"), "name: tiny", "name: "+name, 1))
 	domainName := "default_" + name
-	t.Cleanup(func() {
-		_ = exec.Command(binary, append([]string{"delete", name}, flags...)...).Run()
-		_ = os.RemoveAll(stateDir)
-	})
 
 	// A dry run prints the domain for this host and writes nothing.
 	r := expect(t, exitOK, "", append([]string{"run", "--dry-run", "--emulate", vmiFile}, flags...)...)
@@ -135,15 +159,7 @@ func TestRunStatusStopDelete(t *testing.T) {
 	}
 
 	// Stop once the guest handles the power button: it powers off.
-	serial := filepath.Join(stateDir, domainName, "serial0.log")
-	for deadline := time.Now().Add(3 * time.Minute); ; time.Sleep(200 * time.Millisecond) {
-		if b, _ := os.ReadFile(serial); strings.Contains(string(b), "waiting for the ACPI power button") {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("the guest did not boot; serial log:\n%s", sample(t, serial))
-		}
-	}
+	waitSerial(t, filepath.Join(stateDir, domainName, "serial0.log"), "waiting for the ACPI power button")
 	r = expect(t, exitOK, "", append([]string{"stop", name}, flags...)...)
 	if !strings.HasPrefix(r.stdout, "default/"+name+" phase=Succeeded ") {
 		t.Errorf("stop printed %q", r.stdout)
@@ -215,13 +231,7 @@ spec:
 // Ctrl-C exits 3 and leaves the guest running with its shutdown pending,
 // and the next stop finishes it.
 func TestStopDeadline(t *testing.T) {
-	hosttest.Libvirt(t, launcher.DefaultURI)
-	hosttest.LockLibvirt(t, false)
-	testguest.Require(t, launcher.DefaultImageStore)
-	id := strconv.Itoa(os.Getpid())
-	name := "cli-deadline-" + id
-	stateDir := "/var/lib/vmi2libvirt/e2e-cli-deadline-" + id
-	flags := []string{"--owner", "cli-deadline-" + id, "--state-dir", stateDir}
+	name, stateDir, flags := guestVMI(t, "deadline")
 	tiny := sample(t, "../vmis/vmi-tiny.yaml")
 	for old, new := range map[string]string{
 		"name: tiny":                        "name: " + name,
@@ -233,20 +243,8 @@ func TestStopDeadline(t *testing.T) {
 		}
 		tiny = strings.Replace(tiny, old, new, 1)
 	}
-	t.Cleanup(func() {
-		_ = exec.Command(binary, append([]string{"delete", name}, flags...)...).Run()
-		_ = os.RemoveAll(stateDir)
-	})
 	expect(t, exitOK, tiny, append([]string{"run", "--emulate", "-"}, flags...)...)
-	serial := filepath.Join(stateDir, "default_"+name, "serial0.log")
-	for deadline := time.Now().Add(3 * time.Minute); ; time.Sleep(200 * time.Millisecond) {
-		if b, _ := os.ReadFile(serial); strings.Contains(string(b), "testguest: ignoring ACPI") {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("the guest did not boot; serial log:\n%s", sample(t, serial))
-		}
-	}
+	waitSerial(t, filepath.Join(stateDir, "default_"+name, "serial0.log"), "testguest: ignoring ACPI")
 
 	stop := exec.Command(binary, append([]string{"stop", name}, flags...)...)
 	var stderr strings.Builder

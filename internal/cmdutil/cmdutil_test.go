@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 	"testing/iotest"
+	"time"
 )
 
 // TestForwardInput: what comes before Ctrl-] reaches the console, nothing
@@ -50,6 +51,32 @@ func TestListenLoopback(t *testing.T) {
 		}
 		if !ok && err == nil {
 			t.Errorf("%s: served, want refused", addr)
+		}
+	}
+}
+
+// TestLogger: warnings are always written, steps only when verbose, and
+// each line's time is "t=", a duration since the logger was made.
+func TestLogger(t *testing.T) {
+	for _, verbose := range []bool{false, true} {
+		var out bytes.Buffer
+		log := Logger(&out, verbose)
+		log.Debug("a step", "vmi", "default/tiny")
+		log.Warn("slow libvirt")
+		lines := strings.Split(strings.TrimSuffix(out.String(), "\n"), "\n")
+		want := []string{`level=WARN msg="slow libvirt"`}
+		if verbose {
+			want = []string{`level=DEBUG msg="a step" vmi=default/tiny`, `level=WARN msg="slow libvirt"`}
+		}
+		if len(lines) != len(want) {
+			t.Fatalf("verbose %v: wrote %q, want %d lines", verbose, out.String(), len(want))
+		}
+		for i, line := range lines {
+			at, rest, _ := strings.Cut(line, " ")
+			d, err := time.ParseDuration(strings.TrimPrefix(at, "t="))
+			if !strings.HasPrefix(at, "t=") || err != nil || d < 0 || rest != want[i] {
+				t.Errorf("verbose %v: line %q, want t=DURATION %s", verbose, line, want[i])
+			}
 		}
 	}
 }
