@@ -13,7 +13,7 @@ func libvirtCommands() []*cobra.Command { return nil }
 
 // withoutCgo explains why a subcommand that drives libvirt is unknown.
 func withoutCgo(name string) string {
-	if slices.Contains([]string{"run", "status", "stop", "delete"}, name) {
+	if slices.Contains(libvirtCommandNames, name) {
 		return ": this vmi2libvirt was built without cgo, which " + name + " needs (package launcher): build it with CGO_ENABLED=1 and libvirt's development files (libvirt-dev)"
 	}
 	return ""

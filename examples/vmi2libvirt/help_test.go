@@ -4,6 +4,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -101,5 +102,27 @@ func TestWithoutCgo(t *testing.T) {
 		if cmd.ProcessState == nil || cmd.ProcessState.ExitCode() != exitUsage || !strings.Contains(string(out), "this vmi2libvirt was built without cgo, which "+name+" needs") {
 			t.Errorf("%s without cgo: %v\n%s", name, err, out)
 		}
+	}
+}
+
+// TestLibvirtCommandNames: libvirtCommandNames are the names of
+// libvirtCommands in a build with cgo, and a build without cgo explains
+// each of them rather than calling it unknown.
+func TestLibvirtCommandNames(t *testing.T) {
+	cmds := libvirtCommands()
+	if len(cmds) == 0 { // built without cgo
+		for _, name := range libvirtCommandNames {
+			if withoutCgo(name) == "" {
+				t.Errorf("%s: no explanation without cgo", name)
+			}
+		}
+		return
+	}
+	var names []string
+	for _, c := range cmds {
+		names = append(names, c.Name())
+	}
+	if !slices.Equal(names, libvirtCommandNames) {
+		t.Errorf("libvirtCommands are %v, libvirtCommandNames %v", names, libvirtCommandNames)
 	}
 }

@@ -10,12 +10,14 @@
 //	vmi2libvirt status NAME [-o text|json]
 //	vmi2libvirt stop NAME
 //	vmi2libvirt delete NAME
+//	vmi2libvirt console NAME [--force]
+//	vmi2libvirt vnc NAME [--listen 127.0.0.1:PORT] [--ws 127.0.0.1:PORT]
 //	vmi2libvirt completion bash|zsh|fish|powershell
 //
 // convert, validate, golden and diff are pure: no libvirt, no cgo. run,
-// status, stop and delete drive package launcher, which needs cgo and
-// libvirt's library; a binary built with CGO_ENABLED=0 has the pure
-// subcommands only.
+// status, stop, delete, console and vnc drive package launcher, which
+// needs cgo and libvirt's library; a binary built with CGO_ENABLED=0 has
+// the pure subcommands only, and says so when asked for another.
 //
 // Exit status: 0 done; 1 an input is not what it must be (an invalid VMI, a
 // stale golden fixture, domains that differ); 2 the command line is wrong

@@ -67,6 +67,11 @@ func execute(args []string) int {
 	return code
 }
 
+// libvirtCommandNames are the names of libvirtCommands' subcommands, which
+// a build without cgo lacks and explains (withoutCgo);
+// TestLibvirtCommandNames keeps the two lists together.
+var libvirtCommandNames = []string{"run", "status", "stop", "delete", "console", "vnc"}
+
 // exactArgs accepts exactly n arguments, named names in the message.
 func exactArgs(n int, names string) cobra.PositionalArgs {
 	return func(cmd *cobra.Command, args []string) error {
