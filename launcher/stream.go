@@ -116,15 +116,14 @@ func (s *stream) explain(err error) error {
 // or ctx's error as soon as ctx ends: a libvirt call cannot be interrupted.
 // A stream that open returns after that is closed.
 func (l *Launcher) openStream(ctx context.Context, open func(ctx context.Context) (*stream, error)) (io.ReadWriteCloser, error) {
-	if l.closed.Load() {
-		return nil, ErrClosed
+	if err := l.addWork(); err != nil {
+		return nil, err
 	}
 	type result struct {
 		s   *stream
 		err error
 	}
 	done := make(chan result, 1)
-	l.wg.Add(1)
 	go func() {
 		defer l.wg.Done()
 		s, err := open(ctx)
