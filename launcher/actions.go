@@ -19,17 +19,17 @@ func (l *Launcher) stateOf(vmi *v1.VirtualMachineInstance) *vmiState {
 	return l.stateFor(vmi.Namespace, vmi.Name, vmi.UID)
 }
 
-// owned runs fn on the domain of st, refusing a domain that is not there
-// (ErrNoDomain) or not this launcher's (*ConflictError). The caller holds
-// st's lock.
-func (l *Launcher) owned(ctx context.Context, st *vmiState, fn func(dom *libvirt.Domain, cur currentDomain) error) error {
-	return l.onDomain(ctx, st.name, func(dom *libvirt.Domain) error {
-		cur, err := readDomain(dom, st.name)
+// owned runs fn on the domain called name, refusing a domain that is not
+// there (ErrNoDomain) or not this launcher's (*ConflictError). A caller
+// that changes the domain holds its vmiState's lock.
+func (l *Launcher) owned(ctx context.Context, name string, fn func(dom *libvirt.Domain, cur currentDomain) error) error {
+	return l.onDomain(ctx, name, func(dom *libvirt.Domain) error {
+		cur, err := readDomain(dom, name)
 		if err != nil {
 			return err
 		}
 		if !cur.exists {
-			return fmt.Errorf("%w: domain %s", ErrNoDomain, st.name)
+			return fmt.Errorf("%w: domain %s", ErrNoDomain, name)
 		}
 		if err := l.checkOwned(cur); err != nil {
 			return err
@@ -64,7 +64,7 @@ func lookupThen(name string, fn func(dom *libvirt.Domain) error) func(c *libvirt
 func (l *Launcher) Kill(ctx context.Context, vmi *v1.VirtualMachineInstance) error {
 	st := l.stateOf(vmi)
 	return l.bounded(ctx, st, func(ctx context.Context) error {
-		err := l.owned(ctx, st, func(dom *libvirt.Domain, _ currentDomain) error {
+		err := l.owned(ctx, st.name, func(dom *libvirt.Domain, _ currentDomain) error {
 			return destroy(dom, st.name)
 		})
 		l.refresh(ctx, st, time.Time{})
@@ -96,7 +96,7 @@ func (l *Launcher) Unpause(ctx context.Context, vmi *v1.VirtualMachineInstance) 
 func (l *Launcher) act(ctx context.Context, vmi *v1.VirtualMachineInstance, verb string, call func(*libvirt.Domain) error) error {
 	st := l.stateOf(vmi)
 	return l.bounded(ctx, st, func(ctx context.Context) error {
-		err := l.owned(ctx, st, func(dom *libvirt.Domain, _ currentDomain) error {
+		err := l.owned(ctx, st.name, func(dom *libvirt.Domain, _ currentDomain) error {
 			return wrapErr(call(dom), "%s domain %s", verb, st.name)
 		})
 		l.refresh(ctx, st, time.Time{})
@@ -110,7 +110,7 @@ func (l *Launcher) act(ctx context.Context, vmi *v1.VirtualMachineInstance, verb
 func (l *Launcher) SoftReboot(ctx context.Context, vmi *v1.VirtualMachineInstance) error {
 	st := l.stateOf(vmi)
 	return l.bounded(ctx, st, func(ctx context.Context) error {
-		err := l.owned(ctx, st, func(dom *libvirt.Domain, cur currentDomain) error {
+		err := l.owned(ctx, st.name, func(dom *libvirt.Domain, cur currentDomain) error {
 			var flags libvirt.DomainRebootFlagValues
 			switch {
 			case agentConnected(cur.xml):
@@ -184,7 +184,7 @@ func (l *Launcher) Shutdown(ctx context.Context, vmi *v1.VirtualMachineInstance)
 	st := l.stateOf(vmi)
 	return l.bounded(ctx, st, func(ctx context.Context) error {
 		var deadline time.Time
-		err := l.owned(ctx, st, func(dom *libvirt.Domain, cur currentDomain) error {
+		err := l.owned(ctx, st.name, func(dom *libvirt.Domain, cur currentDomain) error {
 			m := cur.marks
 			if m.Shutdown != nil {
 				deadline = m.Shutdown.Deadline
@@ -282,7 +282,7 @@ func (l *Launcher) enforceDeadline(st *vmiState) {
 	ctx, cancel := context.WithTimeout(l.ctx, time.Minute)
 	defer cancel()
 	err := l.bounded(ctx, st, func(ctx context.Context) error {
-		err := l.owned(ctx, st, func(dom *libvirt.Domain, cur currentDomain) error {
+		err := l.owned(ctx, st.name, func(dom *libvirt.Domain, cur currentDomain) error {
 			sd := cur.marks.Shutdown
 			if sd == nil || !cur.state.Active() {
 				return nil

@@ -32,14 +32,7 @@ func needLibvirtForArtifacts(t *testing.T) {
 // user, must open every artifact, and the guest must see them.
 func TestArtifactsBootUnderLibvirt(t *testing.T) {
 	needLibvirtForArtifacts(t)
-	root, err := os.MkdirTemp("", "artifacts-boot-")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { os.RemoveAll(root) })
-	if err := os.Chmod(root, 0o711); err != nil {
-		t.Fatal(err)
-	}
+	root := hosttest.Dir(t, os.TempDir(), "artifacts-boot-")
 	layout := convert.HostLayout{StateDir: filepath.Join(root, "vmis"), ImageStore: filepath.Join(root, "images")}
 	guest, err := testguest.Install(layout.ImageStore, testguest.Options{})
 	if err != nil {

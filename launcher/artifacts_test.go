@@ -520,12 +520,7 @@ func TestStateFolderBelongsToQEMU(t *testing.T) {
 	if err != nil {
 		hosttest.Missing(t, "needs the user libvirt-qemu (package libvirt-daemon-system)")
 	}
-	root, err := os.MkdirTemp("", "artifacts-owner-")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { os.RemoveAll(root) })
-	os.Chmod(root, 0o711)
+	root := hosttest.Dir(t, os.TempDir(), "artifacts-owner-")
 	layout := convert.HostLayout{StateDir: filepath.Join(root, "vmis"), ImageStore: filepath.Join(root, "images")}
 	vmi := artifactVMI(t, noCloudVMI)
 	vmi.Spec.Volumes = vmi.Spec.Volumes[1:]

@@ -39,14 +39,10 @@ const consoleNamespace = "vmi2libvirt-console"
 // the test guest as this tree builds it.
 func newConsoleEnv(t testing.TB) *env {
 	t.Helper()
-	var store string
-	e := newEnvWith(t, func(cfg *launcher.Config) {
-		dir := hosttest.Dir(t, testRoot, "images-")
-		testguest.Require(t, dir)
-		store = dir
-		cfg.Layout.ImageStore = store
+	return newEnvWith(t, func(cfg *launcher.Config) {
+		cfg.Layout.ImageStore = hosttest.Dir(t, testRoot, "images-")
+		testguest.Require(t, cfg.Layout.ImageStore)
 	})
-	return e
 }
 
 // consoleVMI is a test guest VMI of the console namespace that starts

@@ -178,4 +178,7 @@ func TestE2ESocketPathTooLong(t *testing.T) {
 	if _, err := e.conn.LookupDomainByName(domainName(vmi)); err == nil {
 		t.Error("the refused VMI's domain is defined")
 	}
+	if n := launcher.HeldImages(e.l); n != 0 {
+		t.Errorf("the refused Sync left %d images held from PruneImages, want none", n)
+	}
 }

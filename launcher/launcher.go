@@ -485,6 +485,18 @@ func (l *Launcher) stateFor(namespace, name string, uid types.UID) *vmiState {
 	return st
 }
 
+// addWork counts a goroutine of a call in l.wg, or returns ErrClosed once
+// Close began: closeMu orders the Add before Close's Wait.
+func (l *Launcher) addWork() error {
+	l.closeMu.RLock()
+	defer l.closeMu.RUnlock()
+	if l.closed.Load() {
+		return ErrClosed
+	}
+	l.wg.Add(1)
+	return nil
+}
+
 // bounded runs work holding st's lock, in a goroutine of its own, and
 // returns its error — or ctx's as soon as ctx ends: a libvirt call cannot
 // be interrupted, so work then stops at its next step (it is given ctx)
@@ -494,14 +506,10 @@ func (l *Launcher) bounded(ctx context.Context, st *vmiState, work func(ctx cont
 	if err := st.acquire(ctx); err != nil {
 		return err
 	}
-	l.closeMu.RLock()
-	if l.closed.Load() {
-		l.closeMu.RUnlock()
+	if err := l.addWork(); err != nil {
 		st.release()
-		return ErrClosed
+		return err
 	}
-	l.wg.Add(1)
-	l.closeMu.RUnlock()
 	done := make(chan error, 1)
 	go func() {
 		defer l.wg.Done()

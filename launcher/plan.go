@@ -73,6 +73,12 @@ func (l *Launcher) plan(ctx context.Context, vmi *v1.VirtualMachineInstance) (_ 
 	if vmi == nil {
 		return nil, errors.New("launcher: Plan of a nil VMI")
 	}
+	var uses []imageUse
+	defer func() {
+		if err != nil {
+			l.releaseImages(uses)
+		}
+	}()
 	facts, err := l.hostFacts(ctx)
 	if err != nil {
 		return nil, err
@@ -88,7 +94,6 @@ func (l *Launcher) plan(ctx context.Context, vmi *v1.VirtualMachineInstance) (_ 
 	}
 	v := r.VMI
 	key := v.Namespace + "/" + v.Name
-	var uses []imageUse
 	if len(imageRequests(v)) > 0 {
 		// The VMI is valid: resolve its images (pulling them as their
 		// policies say), keeping the digests its domain recorded, and
@@ -103,18 +108,14 @@ func (l *Launcher) plan(ctx context.Context, vmi *v1.VirtualMachineInstance) (_ 
 		if err != nil {
 			return nil, withVMI(err, key)
 		}
-		defer func() {
-			if err != nil {
-				l.releaseImages(u)
-			}
-		}()
+		uses = u
 		layout := l.cfg.Layout
 		layout.Images = images
 		cfg.Options.Layout = layout
 		if r, err = pipeline.FromVMI(vmi, cfg); err != nil {
 			return nil, err
 		}
-		v, uses = r.VMI, u
+		v = r.VMI
 	}
 	if errs := socketPathErrors(r.Domain, r.VMI.Name); len(errs) > 0 {
 		return nil, &InvalidError{Kind: api.KindVMI, Stage: "artifacts", Errors: errs}

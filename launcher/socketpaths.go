@@ -16,16 +16,18 @@ const maxSocketPath = 107
 // its namespace and name) have paths too long to bind. libvirt defines
 // such a domain and fails only when it starts it, with an internal error.
 func socketPathErrors(d *libvirtxml.Domain, name string) field.ErrorList {
-	var sockets []struct{ what, path string }
-	add := func(what, path string) {
+	var errs field.ErrorList
+	check := func(what, path string) {
 		if len(path) > maxSocketPath {
-			sockets = append(sockets, struct{ what, path string }{what, path})
+			errs = append(errs, field.Invalid(field.NewPath("metadata", "name"), name,
+				fmt.Sprintf("the %s socket %s is %d bytes long, more than the %d a UNIX socket path can hold: shorten the namespace and name, or the layout's StateDir",
+					what, path, len(path), maxSocketPath)))
 		}
 	}
 	if d.Devices != nil {
 		for _, s := range d.Devices.Serials {
 			if s.Source != nil && s.Source.UNIX != nil {
-				add("serial console", s.Source.UNIX.Path)
+				check("serial console", s.Source.UNIX.Path)
 			}
 		}
 		for _, g := range d.Devices.Graphics {
@@ -34,16 +36,10 @@ func socketPathErrors(d *libvirtxml.Domain, name string) field.ErrorList {
 			}
 			for _, l := range g.VNC.Listeners {
 				if l.Socket != nil {
-					add("VNC", l.Socket.Socket)
+					check("VNC", l.Socket.Socket)
 				}
 			}
 		}
-	}
-	var errs field.ErrorList
-	for _, s := range sockets {
-		errs = append(errs, field.Invalid(field.NewPath("metadata", "name"), name,
-			fmt.Sprintf("the %s socket %s is %d bytes long, more than the %d a UNIX socket path can hold: shorten the namespace and name, or the layout's StateDir",
-				s.what, s.path, len(s.path), maxSocketPath)))
 	}
 	return errs
 }

@@ -116,15 +116,14 @@ func (s *stream) explain(err error) error {
 // or ctx's error as soon as ctx ends: a libvirt call cannot be interrupted.
 // A stream that open returns after that is closed.
 func (l *Launcher) openStream(ctx context.Context, open func(ctx context.Context) (*stream, error)) (io.ReadWriteCloser, error) {
-	if l.closed.Load() {
-		return nil, ErrClosed
+	if err := l.addWork(); err != nil {
+		return nil, err
 	}
 	type result struct {
 		s   *stream
 		err error
 	}
 	done := make(chan result, 1)
-	l.wg.Add(1)
 	go func() {
 		defer l.wg.Done()
 		s, err := open(ctx)
@@ -152,17 +151,7 @@ func (l *Launcher) openStream(ctx context.Context, open func(ctx context.Context
 // the domain, with what was read, on the control connection.
 func (l *Launcher) runningDomain(ctx context.Context, vmi *v1.VirtualMachineInstance, fn func(dom *libvirt.Domain, cur currentDomain) error) error {
 	name := convert.DomainName(vmi)
-	return l.onDomain(ctx, name, func(dom *libvirt.Domain) error {
-		cur, err := readDomain(dom, name)
-		if err != nil {
-			return err
-		}
-		if !cur.exists {
-			return fmt.Errorf("%w: domain %s", ErrNoDomain, name)
-		}
-		if err := l.checkOwned(cur); err != nil {
-			return err
-		}
+	return l.owned(ctx, name, func(dom *libvirt.Domain, cur currentDomain) error {
 		if !cur.state.Active() {
 			return fmt.Errorf("%w: domain %s is %s", ErrNotRunning, name, cur.state)
 		}

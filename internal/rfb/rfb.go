@@ -79,10 +79,11 @@ func Handshake(rw io.ReadWriter, shared bool) (ServerInit, error) {
 	si.Width = binary.BigEndian.Uint16(head[0:])
 	si.Height = binary.BigEndian.Uint16(head[2:])
 	si.BitsPerPixel, si.Depth, si.TrueColour = head[4], head[5], head[7] != 0
-	name := make([]byte, binary.BigEndian.Uint32(head[20:]))
-	if len(name) > 1<<16 {
-		return si, fmt.Errorf("rfb: ServerInit name of %d bytes", len(name))
+	nameLen := binary.BigEndian.Uint32(head[20:])
+	if nameLen > 1<<16 {
+		return si, fmt.Errorf("rfb: ServerInit name of %d bytes", nameLen)
 	}
+	name := make([]byte, nameLen)
 	if _, err := io.ReadFull(rw, name); err != nil {
 		return si, fmt.Errorf("rfb: read ServerInit's name: %w", err)
 	}

@@ -1,0 +1,9 @@
+package launcher
+
+// HeldImages is how many digests l holds from PruneImages for Syncs and
+// Plans under way, for the tests of package launcher_test.
+func HeldImages(l *Launcher) int {
+	l.storeMu.Lock()
+	defer l.storeMu.Unlock()
+	return len(l.heldImages)
+}
