@@ -150,5 +150,5 @@ chmod 0711 /var/lib/vmi2libvirt "$state_dir"
 chmod 0755 "$image_store"
 
 log "building the test guest images and importing them into $image_store"
-(cd "$repo" && go run ./internal/testguest/cmd/testguest -store "$image_store" -kernel "$kernel_dir" -boot-images)
+(cd "$repo" && go run ./testkit/testguest/cmd/testguest -store "$image_store" -kernel "$kernel_dir" -boot-images)
 log "done"

@@ -9,7 +9,7 @@ import (
 	"libvirt.org/go/libvirtxml"
 
 	"github.com/vmi2libvirt/vmi2libvirt/domain"
-	"github.com/vmi2libvirt/vmi2libvirt/internal/golden"
+	"github.com/vmi2libvirt/vmi2libvirt/testkit/golden"
 )
 
 // sample is a small domain with attributes, nested elements, optional

@@ -12,7 +12,7 @@ import (
 
 	"github.com/vmi2libvirt/vmi2libvirt/api"
 	"github.com/vmi2libvirt/vmi2libvirt/convert"
-	"github.com/vmi2libvirt/vmi2libvirt/internal/golden"
+	"github.com/vmi2libvirt/vmi2libvirt/testkit/golden"
 	"github.com/vmi2libvirt/vmi2libvirt/internal/pipeline"
 )
 

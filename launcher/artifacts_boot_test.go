@@ -11,8 +11,8 @@ import (
 
 	"github.com/vmi2libvirt/vmi2libvirt/convert"
 	"github.com/vmi2libvirt/vmi2libvirt/domain"
-	"github.com/vmi2libvirt/vmi2libvirt/internal/hosttest"
-	"github.com/vmi2libvirt/vmi2libvirt/internal/testguest"
+	"github.com/vmi2libvirt/vmi2libvirt/testkit/hosttest"
+	"github.com/vmi2libvirt/vmi2libvirt/testkit/testguest"
 )
 
 // needLibvirtForArtifacts skips unless virsh answers on qemu:///system and

@@ -19,7 +19,7 @@ import (
 
 	"github.com/vmi2libvirt/vmi2libvirt/api"
 	"github.com/vmi2libvirt/vmi2libvirt/convert"
-	"github.com/vmi2libvirt/vmi2libvirt/internal/hosttest"
+	"github.com/vmi2libvirt/vmi2libvirt/testkit/hosttest"
 	"github.com/vmi2libvirt/vmi2libvirt/internal/iso"
 )
 

@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/vmi2libvirt/vmi2libvirt/internal/testguest"
+	"github.com/vmi2libvirt/vmi2libvirt/testkit/testguest"
 )
 
 // bootPaths are the boots BenchmarkBootPaths times: the kernel-boot guest

@@ -6,7 +6,7 @@ import (
 	"net"
 	"testing"
 
-	"github.com/vmi2libvirt/vmi2libvirt/internal/rfb"
+	"github.com/vmi2libvirt/vmi2libvirt/testkit/rfb"
 	"github.com/vmi2libvirt/vmi2libvirt/launcher"
 )
 

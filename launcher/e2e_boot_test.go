@@ -14,8 +14,8 @@ import (
 	v1 "kubevirt.io/api/core/v1"
 
 	"github.com/vmi2libvirt/vmi2libvirt/convert"
-	"github.com/vmi2libvirt/vmi2libvirt/internal/hosttest"
-	"github.com/vmi2libvirt/vmi2libvirt/internal/testguest"
+	"github.com/vmi2libvirt/vmi2libvirt/testkit/hosttest"
+	"github.com/vmi2libvirt/vmi2libvirt/testkit/testguest"
 	"github.com/vmi2libvirt/vmi2libvirt/launcher"
 )
 

@@ -20,7 +20,7 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/remote"
 	v1 "kubevirt.io/api/core/v1"
 
-	"github.com/vmi2libvirt/vmi2libvirt/internal/testguest"
+	"github.com/vmi2libvirt/vmi2libvirt/testkit/testguest"
 	"github.com/vmi2libvirt/vmi2libvirt/launcher"
 )
 

@@ -22,8 +22,8 @@ import (
 
 	"github.com/vmi2libvirt/vmi2libvirt/api"
 	"github.com/vmi2libvirt/vmi2libvirt/convert"
-	"github.com/vmi2libvirt/vmi2libvirt/internal/hosttest"
-	"github.com/vmi2libvirt/vmi2libvirt/internal/testguest"
+	"github.com/vmi2libvirt/vmi2libvirt/testkit/hosttest"
+	"github.com/vmi2libvirt/vmi2libvirt/testkit/testguest"
 	"github.com/vmi2libvirt/vmi2libvirt/launcher"
 )
 

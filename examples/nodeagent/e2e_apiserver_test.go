@@ -11,7 +11,7 @@ import (
 	k8sv1 "k8s.io/api/core/v1"
 	virtv1 "kubevirt.io/api/core/v1"
 
-	"github.com/vmi2libvirt/vmi2libvirt/internal/testguest"
+	"github.com/vmi2libvirt/vmi2libvirt/testkit/testguest"
 )
 
 // TestE2EAPIServerRestart: the API server is stopped under a running

@@ -10,7 +10,7 @@ import (
 	k8sv1 "k8s.io/api/core/v1"
 	virtv1 "kubevirt.io/api/core/v1"
 
-	"github.com/vmi2libvirt/vmi2libvirt/internal/testguest"
+	"github.com/vmi2libvirt/vmi2libvirt/testkit/testguest"
 )
 
 // testTwoAgentsClaim: two agents on one libvirtd (two nodes, two state

@@ -16,9 +16,9 @@ import (
 	virtv1 "kubevirt.io/api/core/v1"
 
 	"github.com/vmi2libvirt/vmi2libvirt/examples/nodeagent/agent"
-	"github.com/vmi2libvirt/vmi2libvirt/internal/rfb"
-	"github.com/vmi2libvirt/vmi2libvirt/internal/streamtest"
-	"github.com/vmi2libvirt/vmi2libvirt/internal/testguest"
+	"github.com/vmi2libvirt/vmi2libvirt/testkit/rfb"
+	"github.com/vmi2libvirt/vmi2libvirt/testkit/streamtest"
+	"github.com/vmi2libvirt/vmi2libvirt/testkit/testguest"
 )
 
 // TestE2EConsoleVNC runs two VMIs on an agent started with

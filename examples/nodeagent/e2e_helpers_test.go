@@ -38,8 +38,8 @@ import (
 	"github.com/vmi2libvirt/vmi2libvirt/convert"
 	"github.com/vmi2libvirt/vmi2libvirt/examples/nodeagent/agent"
 	"github.com/vmi2libvirt/vmi2libvirt/examples/nodeagent/internal/testcluster"
-	"github.com/vmi2libvirt/vmi2libvirt/internal/hosttest"
-	"github.com/vmi2libvirt/vmi2libvirt/internal/testguest"
+	"github.com/vmi2libvirt/vmi2libvirt/testkit/hosttest"
+	"github.com/vmi2libvirt/vmi2libvirt/testkit/testguest"
 	"github.com/vmi2libvirt/vmi2libvirt/launcher"
 )
 

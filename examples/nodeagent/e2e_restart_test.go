@@ -13,7 +13,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
 	"github.com/vmi2libvirt/vmi2libvirt/examples/nodeagent/agent"
-	"github.com/vmi2libvirt/vmi2libvirt/internal/testguest"
+	"github.com/vmi2libvirt/vmi2libvirt/testkit/testguest"
 )
 
 // testKillAndAdopt: SIGKILL of the agent leaves the guest running; a new

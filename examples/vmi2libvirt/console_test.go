@@ -13,9 +13,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/vmi2libvirt/vmi2libvirt/internal/rfb"
-	"github.com/vmi2libvirt/vmi2libvirt/internal/streamtest"
-	"github.com/vmi2libvirt/vmi2libvirt/internal/testguest"
+	"github.com/vmi2libvirt/vmi2libvirt/testkit/rfb"
+	"github.com/vmi2libvirt/vmi2libvirt/testkit/streamtest"
+	"github.com/vmi2libvirt/vmi2libvirt/testkit/testguest"
 )
 
 // TestConsoleAndVNC runs the test guest with run, then attaches to its

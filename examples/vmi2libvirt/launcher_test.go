@@ -17,9 +17,9 @@ import (
 	v1 "kubevirt.io/api/core/v1"
 
 	"github.com/vmi2libvirt/vmi2libvirt/domain"
-	"github.com/vmi2libvirt/vmi2libvirt/internal/hosttest"
+	"github.com/vmi2libvirt/vmi2libvirt/testkit/hosttest"
 	ipipeline "github.com/vmi2libvirt/vmi2libvirt/internal/pipeline"
-	"github.com/vmi2libvirt/vmi2libvirt/internal/testguest"
+	"github.com/vmi2libvirt/vmi2libvirt/testkit/testguest"
 	"github.com/vmi2libvirt/vmi2libvirt/launcher"
 )
 

@@ -10,7 +10,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/vmi2libvirt/vmi2libvirt/internal/hosttest"
+	"github.com/vmi2libvirt/vmi2libvirt/testkit/hosttest"
 )
 
 // readTree is a minimal reader for the tests: it walks the tree of the

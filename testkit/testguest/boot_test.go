@@ -11,7 +11,7 @@ import (
 	"time"
 
 	"github.com/vmi2libvirt/vmi2libvirt/imagestore"
-	"github.com/vmi2libvirt/vmi2libvirt/internal/hosttest"
+	"github.com/vmi2libvirt/vmi2libvirt/testkit/hosttest"
 	"github.com/vmi2libvirt/vmi2libvirt/internal/iso"
 )
 

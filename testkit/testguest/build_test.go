@@ -8,7 +8,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/vmi2libvirt/vmi2libvirt/internal/hosttest"
+	"github.com/vmi2libvirt/vmi2libvirt/testkit/hosttest"
 )
 
 // readCpio parses a newc archive (the tests' own reader).

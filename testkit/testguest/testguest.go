@@ -33,7 +33,7 @@ import (
 	"testing"
 
 	"github.com/vmi2libvirt/vmi2libvirt/imagestore"
-	"github.com/vmi2libvirt/vmi2libvirt/internal/hosttest"
+	"github.com/vmi2libvirt/vmi2libvirt/testkit/hosttest"
 )
 
 // Ref is the reference the test guest's image is imported under. Its tag

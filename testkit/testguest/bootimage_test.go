@@ -11,7 +11,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/vmi2libvirt/vmi2libvirt/internal/hosttest"
+	"github.com/vmi2libvirt/vmi2libvirt/testkit/hosttest"
 )
 
 // needBootPieces skips unless the tools and files BootImages needs are

@@ -16,7 +16,7 @@ import (
 	"fmt"
 	"os"
 
-	"github.com/vmi2libvirt/vmi2libvirt/internal/testguest"
+	"github.com/vmi2libvirt/vmi2libvirt/testkit/testguest"
 )
 
 func main() {

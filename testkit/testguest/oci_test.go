@@ -10,7 +10,7 @@ import (
 	k8sv1 "k8s.io/api/core/v1"
 
 	"github.com/vmi2libvirt/vmi2libvirt/imagestore"
-	"github.com/vmi2libvirt/vmi2libvirt/internal/hosttest"
+	"github.com/vmi2libvirt/vmi2libvirt/testkit/hosttest"
 )
 
 // TestInstallImportsTheImage builds the test guest as an OCI image,
