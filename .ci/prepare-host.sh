@@ -16,8 +16,8 @@ repo="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 kernel_dir=/var/cache/vmi2libvirt/kernel                 # testguest.DefaultKernelTree
 generic_kernel_dir=/var/cache/vmi2libvirt/kernel-generic # testguest.DefaultGenericKernelTree
 signed_boot_dir=/var/cache/vmi2libvirt/signed-boot       # testguest.DefaultSignedBootTree
-image_store=/var/lib/vmi2libvirt/images
-state_dir=/var/lib/vmi2libvirt/vmis # launcher.DefaultStateDir
+image_store=/var/lib/vmi2libvirt/images # convert.DefaultImageStore
+state_dir=/var/lib/vmi2libvirt/vmis # convert.DefaultStateDir
 uri=qemu:///system
 qemu_user=libvirt-qemu # the user Debian's libvirt runs QEMU as
 

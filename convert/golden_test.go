@@ -15,8 +15,9 @@ import (
 	"github.com/vmi2libvirt/vmi2libvirt/api"
 	"github.com/vmi2libvirt/vmi2libvirt/convert"
 	"github.com/vmi2libvirt/vmi2libvirt/domain"
-	"github.com/vmi2libvirt/vmi2libvirt/testkit/golden"
+	"github.com/vmi2libvirt/vmi2libvirt/internal/fixtures"
 	"github.com/vmi2libvirt/vmi2libvirt/internal/pipeline"
+	"github.com/vmi2libvirt/vmi2libvirt/testkit/golden"
 )
 
 // update rewrites the golden files from the converter's output instead of
@@ -95,7 +96,7 @@ func runCase(t *testing.T, dir string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	opts, cfg, err := pipeline.LoadOptions(filepath.Join(dir, optionsFile))
+	opts, cfg, err := fixtures.LoadOptions(filepath.Join(dir, optionsFile))
 	if err != nil {
 		t.Fatalf("%s: %v", dir, err)
 	}

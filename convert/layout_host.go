@@ -10,6 +10,14 @@ import (
 	v1 "kubevirt.io/api/core/v1"
 )
 
+// The folders a HostLayout uses unless told otherwise: the defaults of the
+// launcher, the commands and the golden fixtures. They are declared here
+// only, beside the layout whose folders they are.
+const (
+	DefaultStateDir   = "/var/lib/vmi2libvirt/vmis"
+	DefaultImageStore = "/var/lib/vmi2libvirt/images"
+)
+
 // HostLayout places each VMI on a plain libvirt host: everything the VMI
 // owns lives in one state folder, StateDir/<namespace>_<name>/, and
 // containerDisk images and kernel-boot files come from ImageStore.
@@ -46,7 +54,8 @@ import (
 // carry their backing file in their qcow2 header, so the domain names only
 // the overlay, without a <backingStore>.
 type HostLayout struct {
-	// StateDir holds one folder per VMI. Required.
+	// StateDir holds one folder per VMI (DefaultStateDir where a program
+	// offers a default). Required.
 	StateDir string
 	// ImageStore is the image store's folder; the images of references
 	// Images lacks are taken from one folder per escaped reference there.

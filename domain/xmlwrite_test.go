@@ -14,9 +14,10 @@ import (
 	"github.com/vmi2libvirt/vmi2libvirt/api"
 	"github.com/vmi2libvirt/vmi2libvirt/convert"
 	"github.com/vmi2libvirt/vmi2libvirt/domain"
+	"github.com/vmi2libvirt/vmi2libvirt/internal/fixtures"
+	"github.com/vmi2libvirt/vmi2libvirt/internal/pipeline"
 	"github.com/vmi2libvirt/vmi2libvirt/testkit/golden"
 	"github.com/vmi2libvirt/vmi2libvirt/testkit/hosttest"
-	"github.com/vmi2libvirt/vmi2libvirt/internal/pipeline"
 )
 
 // converterCase is a VMI document with the options it converts with: a
@@ -42,7 +43,7 @@ func converterCases(tb testing.TB) []converterCase {
 		if err != nil {
 			tb.Fatal(err)
 		}
-		opts, cluster, err := pipeline.LoadOptions(filepath.Join(dir, "options.yaml"))
+		opts, cluster, err := fixtures.LoadOptions(filepath.Join(dir, "options.yaml"))
 		if err != nil {
 			tb.Fatal(err)
 		}

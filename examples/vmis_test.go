@@ -12,8 +12,8 @@ import (
 
 	"github.com/vmi2libvirt/vmi2libvirt/api"
 	"github.com/vmi2libvirt/vmi2libvirt/convert"
-	"github.com/vmi2libvirt/vmi2libvirt/testkit/golden"
 	"github.com/vmi2libvirt/vmi2libvirt/internal/pipeline"
+	"github.com/vmi2libvirt/vmi2libvirt/testkit/golden"
 )
 
 // layouts are the two ways the samples are converted: KubeVirt's pod paths

@@ -19,8 +19,8 @@ import (
 
 	"github.com/vmi2libvirt/vmi2libvirt/api"
 	"github.com/vmi2libvirt/vmi2libvirt/convert"
-	"github.com/vmi2libvirt/vmi2libvirt/testkit/hosttest"
 	"github.com/vmi2libvirt/vmi2libvirt/internal/iso"
+	"github.com/vmi2libvirt/vmi2libvirt/testkit/hosttest"
 )
 
 // artifactVMI decodes and defaults a VMI for the artifact tests.

@@ -6,8 +6,8 @@ import (
 	"net"
 	"testing"
 
-	"github.com/vmi2libvirt/vmi2libvirt/testkit/rfb"
 	"github.com/vmi2libvirt/vmi2libvirt/launcher"
+	"github.com/vmi2libvirt/vmi2libvirt/testkit/rfb"
 )
 
 // BenchmarkConsoleAttach measures attaching to a VMI's serial console and

@@ -9,8 +9,8 @@ import (
 	v1 "kubevirt.io/api/core/v1"
 	"libvirt.org/go/libvirt"
 
-	"github.com/vmi2libvirt/vmi2libvirt/testkit/testguest"
 	"github.com/vmi2libvirt/vmi2libvirt/launcher"
+	"github.com/vmi2libvirt/vmi2libvirt/testkit/testguest"
 )
 
 // BenchmarkSyncToRunning measures, for a new test guest VMI under

@@ -13,12 +13,8 @@ import (
 	"github.com/vmi2libvirt/vmi2libvirt/imagestore"
 )
 
-// Defaults of Config.
-const (
-	DefaultURI        = "qemu:///system"
-	DefaultStateDir   = "/var/lib/vmi2libvirt/vmis"
-	DefaultImageStore = "/var/lib/vmi2libvirt/images"
-)
+// DefaultURI is the libvirt connection of a Config without URI.
+const DefaultURI = "qemu:///system"
 
 // Config says how a Launcher reaches libvirt, who it is, and how it places
 // and converts VMIs. The zero value is usable: qemu:///system, the host's
@@ -40,7 +36,7 @@ type Config struct {
 	Owner string
 
 	// Layout places each VMI on the host. An empty StateDir is
-	// DefaultStateDir, an empty ImageStore DefaultImageStore.
+	// convert.DefaultStateDir, an empty ImageStore convert.DefaultImageStore.
 	Layout convert.HostLayout
 
 	// Emulate forces domain type "qemu" (TCG emulation) even where KVM is
@@ -120,10 +116,10 @@ func (cfg Config) withDefaults() Config {
 		cfg.Owner, _ = os.Hostname()
 	}
 	if cfg.Layout.StateDir == "" {
-		cfg.Layout.StateDir = DefaultStateDir
+		cfg.Layout.StateDir = convert.DefaultStateDir
 	}
 	if cfg.Layout.ImageStore == "" {
-		cfg.Layout.ImageStore = DefaultImageStore
+		cfg.Layout.ImageStore = convert.DefaultImageStore
 	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)

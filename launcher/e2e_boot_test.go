@@ -14,9 +14,9 @@ import (
 	v1 "kubevirt.io/api/core/v1"
 
 	"github.com/vmi2libvirt/vmi2libvirt/convert"
+	"github.com/vmi2libvirt/vmi2libvirt/launcher"
 	"github.com/vmi2libvirt/vmi2libvirt/testkit/hosttest"
 	"github.com/vmi2libvirt/vmi2libvirt/testkit/testguest"
-	"github.com/vmi2libvirt/vmi2libvirt/launcher"
 )
 
 // bootNamespace holds the VMIs of these tests; it is short, as their
@@ -46,7 +46,7 @@ func needBootImages(t testing.TB) {
 		testguest.DefaultGrubLib+"/i386-pc/boot_hybrid.img", testguest.DefaultGrubLib+"/x86_64-efi/kernel.img",
 		hosttest.OVMFCode, "/usr/share/OVMF/OVMF_CODE_4M.secboot.fd")
 	bootImagesOnce.Do(func() {
-		_, bootImagesErr = testguest.InstallBootImages(launcher.DefaultImageStore, testguest.BootOptions{})
+		_, bootImagesErr = testguest.InstallBootImages(convert.DefaultImageStore, testguest.BootOptions{})
 	})
 	if bootImagesErr != nil {
 		t.Fatalf("bootable images: %v", bootImagesErr)

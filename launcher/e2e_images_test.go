@@ -20,8 +20,8 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/remote"
 	v1 "kubevirt.io/api/core/v1"
 
-	"github.com/vmi2libvirt/vmi2libvirt/testkit/testguest"
 	"github.com/vmi2libvirt/vmi2libvirt/launcher"
+	"github.com/vmi2libvirt/vmi2libvirt/testkit/testguest"
 )
 
 // countingRegistry is go-containerregistry's registry (the Distribution

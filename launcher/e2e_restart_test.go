@@ -15,8 +15,9 @@ import (
 	v1 "kubevirt.io/api/core/v1"
 	"libvirt.org/go/libvirt"
 
-	"github.com/vmi2libvirt/vmi2libvirt/testkit/hosttest"
+	"github.com/vmi2libvirt/vmi2libvirt/convert"
 	"github.com/vmi2libvirt/vmi2libvirt/launcher"
+	"github.com/vmi2libvirt/vmi2libvirt/testkit/hosttest"
 )
 
 // restartPair is what the restart tests share: one owner and one state
@@ -48,7 +49,7 @@ func (p *restartPair) deleteAtEnd(t *testing.T, vmi *v1.VirtualMachineInstance) 
 		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 		defer cancel()
 		cfg := launcher.Config{URI: testURI, Emulate: true, Owner: p.owner}
-		cfg.Layout.StateDir, cfg.Layout.ImageStore = p.stateDir, launcher.DefaultImageStore
+		cfg.Layout.StateDir, cfg.Layout.ImageStore = p.stateDir, convert.DefaultImageStore
 		l, err := launcher.New(ctx, cfg)
 		if err != nil {
 			t.Errorf("cleanup: %v", err)
@@ -417,7 +418,7 @@ func TestE2EChildLauncher(t *testing.T) {
 	}
 	cfg := launcher.Config{URI: testURI, Emulate: true, Owner: os.Getenv("CHILD_OWNER")}
 	cfg.Layout.StateDir = os.Getenv("CHILD_STATE")
-	cfg.Layout.ImageStore = launcher.DefaultImageStore
+	cfg.Layout.ImageStore = convert.DefaultImageStore
 	l, err := launcher.New(ctxFor(t, time.Minute), cfg)
 	if err != nil {
 		fmt.Println("child: New:", err)

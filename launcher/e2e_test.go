@@ -22,9 +22,9 @@ import (
 
 	"github.com/vmi2libvirt/vmi2libvirt/api"
 	"github.com/vmi2libvirt/vmi2libvirt/convert"
+	"github.com/vmi2libvirt/vmi2libvirt/launcher"
 	"github.com/vmi2libvirt/vmi2libvirt/testkit/hosttest"
 	"github.com/vmi2libvirt/vmi2libvirt/testkit/testguest"
-	"github.com/vmi2libvirt/vmi2libvirt/launcher"
 )
 
 const (
@@ -76,7 +76,7 @@ func newEnvWith(t testing.TB, edit func(*launcher.Config)) *env {
 	if !exclusive {
 		hosttest.LockLibvirt(t, false)
 	}
-	guestOnce.Do(func() { _, guestErr = testguest.Install(launcher.DefaultImageStore, testguest.Options{}) })
+	guestOnce.Do(func() { _, guestErr = testguest.Install(convert.DefaultImageStore, testguest.Options{}) })
 	if guestErr != nil {
 		hosttest.Missing(t, "test guest cannot be built: %v", guestErr)
 	}
@@ -84,7 +84,7 @@ func newEnvWith(t testing.TB, edit func(*launcher.Config)) *env {
 	// Each launcher of the tests is an owner of its own, as launchers on
 	// different nodes would be: it adopts no other test's domains.
 	cfg := launcher.Config{URI: testURI, Emulate: true, Owner: fmt.Sprintf("e2e-%d-%d", os.Getpid(), envCount.Add(1)),
-		Layout: convert.HostLayout{StateDir: stateDir, ImageStore: launcher.DefaultImageStore}}
+		Layout: convert.HostLayout{StateDir: stateDir, ImageStore: convert.DefaultImageStore}}
 	if edit != nil {
 		edit(&cfg)
 	}

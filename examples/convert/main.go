@@ -23,8 +23,8 @@ import (
 func main() {
 	layout := flag.String("layout", "kubevirt", "where things live on the host: kubevirt (virt-launcher's pod paths) or host (a state folder per VMI)")
 	out := flag.String("o", "", "write DIR/<name>.xml for each FILE instead of printing to stdout")
-	stateDir := flag.String("state-dir", "/var/lib/vmi2libvirt/vmis", "state folder root for -layout host")
-	imageStore := flag.String("image-store", "/var/lib/vmi2libvirt/images", "image store for -layout host")
+	stateDir := flag.String("state-dir", convert.DefaultStateDir, "state folder root for -layout host")
+	imageStore := flag.String("image-store", convert.DefaultImageStore, "image store for -layout host")
 	var hostDiskAllow []string
 	flag.Func("hostdisk-allow", "a folder under which hostDisk paths may live; repeat for more (none: hostDisks are refused)", func(dir string) error {
 		hostDiskAllow = append(hostDiskAllow, dir)

@@ -18,11 +18,12 @@ import (
 	"os"
 	"os/signal"
 
+	"github.com/vmi2libvirt/vmi2libvirt/convert"
 	"github.com/vmi2libvirt/vmi2libvirt/imagestore"
 )
 
 func main() {
-	store := flag.String("store", "/var/lib/vmi2libvirt/images", "image store folder")
+	store := flag.String("store", convert.DefaultImageStore, "image store folder")
 	flag.Usage = func() {
 		fmt.Fprintln(os.Stderr, "usage: imageimport [-store DIR] REF SOURCE")
 		fmt.Fprintln(os.Stderr, "SOURCE is an OCI image layout folder or a docker save tarball")

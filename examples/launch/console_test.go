@@ -19,10 +19,10 @@ import (
 	"github.com/coder/websocket"
 	"libvirt.org/go/libvirt"
 
+	"github.com/vmi2libvirt/vmi2libvirt/launcher"
 	"github.com/vmi2libvirt/vmi2libvirt/testkit/hosttest"
 	"github.com/vmi2libvirt/vmi2libvirt/testkit/rfb"
 	"github.com/vmi2libvirt/vmi2libvirt/testkit/testguest"
-	"github.com/vmi2libvirt/vmi2libvirt/launcher"
 )
 
 // output collects what a process writes, for tests that wait for text.

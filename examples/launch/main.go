@@ -56,8 +56,8 @@ import (
 func main() {
 	uri := flag.String("uri", launcher.DefaultURI, "libvirt connection URI")
 	emulate := flag.Bool("emulate", false, "run the guest under emulation (domain type qemu) even where KVM is available")
-	stateDir := flag.String("state-dir", launcher.DefaultStateDir, "folder holding one state folder per VMI")
-	imageStore := flag.String("image-store", launcher.DefaultImageStore, "image store for containerDisks and kernel boot")
+	stateDir := flag.String("state-dir", convert.DefaultStateDir, "folder holding one state folder per VMI")
+	imageStore := flag.String("image-store", convert.DefaultImageStore, "image store for containerDisks and kernel boot")
 	var hostDiskAllow []string
 	flag.Func("hostdisk-allow", "a folder under which hostDisk paths may live; repeat for more (none: hostDisks are refused)", func(dir string) error {
 		hostDiskAllow = append(hostDiskAllow, dir)

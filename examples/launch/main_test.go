@@ -14,10 +14,11 @@ import (
 
 	"libvirt.org/go/libvirt"
 
+	"github.com/vmi2libvirt/vmi2libvirt/convert"
 	"github.com/vmi2libvirt/vmi2libvirt/domain"
+	"github.com/vmi2libvirt/vmi2libvirt/launcher"
 	"github.com/vmi2libvirt/vmi2libvirt/testkit/hosttest"
 	"github.com/vmi2libvirt/vmi2libvirt/testkit/testguest"
-	"github.com/vmi2libvirt/vmi2libvirt/launcher"
 )
 
 // TestLaunchTiny runs the command as DESIGN.md specifies it on the smallest
@@ -32,7 +33,7 @@ func TestLaunchTiny(t *testing.T) {
 		_, _ = c.Close()
 	}
 	hosttest.LockLibvirt(t, false)
-	testguest.Require(t, launcher.DefaultImageStore)
+	testguest.Require(t, convert.DefaultImageStore)
 	sample, err := os.ReadFile(filepath.Join("..", "vmis", "vmi-tiny.yaml"))
 	if err != nil {
 		t.Fatal(err)
@@ -141,7 +142,7 @@ func TestDryRun(t *testing.T) {
 		_, _ = c.Close()
 	}
 	hosttest.LockLibvirt(t, false)
-	testguest.Require(t, launcher.DefaultImageStore)
+	testguest.Require(t, convert.DefaultImageStore)
 	root := "/var/lib/vmi2libvirt/e2e-dry-run-" + strconv.Itoa(os.Getpid())
 	t.Cleanup(func() { _ = os.RemoveAll(root) })
 	stateDir := filepath.Join(root, "vmis")
@@ -156,7 +157,7 @@ func TestDryRun(t *testing.T) {
 	if d.Type != "qemu" || d.Name != "default_tiny" || d.Metadata == nil || !strings.Contains(d.Metadata.XML, "<owner>dry-run-test</owner>") {
 		t.Errorf("domain type %q, name %q, metadata %+v", d.Type, d.Name, d.Metadata)
 	}
-	if d.OS == nil || !strings.HasPrefix(d.OS.Kernel, launcher.DefaultImageStore+"/") {
+	if d.OS == nil || !strings.HasPrefix(d.OS.Kernel, convert.DefaultImageStore+"/") {
 		t.Errorf("kernel %+v, want one from the image store", d.OS)
 	}
 	if _, err := os.Stat(stateDir); !errors.Is(err, os.ErrNotExist) {

@@ -11,9 +11,9 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/vmi2libvirt/vmi2libvirt/convert"
+	"github.com/vmi2libvirt/vmi2libvirt/launcher"
 	"github.com/vmi2libvirt/vmi2libvirt/testkit/hosttest"
 	"github.com/vmi2libvirt/vmi2libvirt/testkit/testguest"
-	"github.com/vmi2libvirt/vmi2libvirt/launcher"
 )
 
 // BenchmarkCreateToRunning measures the whole path through Kubernetes: from
@@ -95,7 +95,7 @@ func BenchmarkLauncherSyncToRunning(b *testing.B) {
 	hosttest.Root(b)
 	hosttest.Libvirt(b, libvirtURI)
 	hosttest.LockLibvirt(b, false)
-	testguest.Require(b, launcher.DefaultImageStore)
+	testguest.Require(b, convert.DefaultImageStore)
 	ctx := context.Background()
 	l, err := launcher.New(ctx, launcher.Config{URI: libvirtURI, Owner: uniqueName("bench"), Emulate: true,
 		Layout: convert.HostLayout{StateDir: stateDir(b)}})

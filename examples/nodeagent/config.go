@@ -13,8 +13,8 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/util/validation"
 
+	"github.com/vmi2libvirt/vmi2libvirt/convert"
 	"github.com/vmi2libvirt/vmi2libvirt/examples/nodeagent/agent"
-	"github.com/vmi2libvirt/vmi2libvirt/launcher"
 )
 
 // config is what the command line says.
@@ -49,7 +49,7 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 		cfg.NodeLabels = set
 		return nil
 	})
-	fs.StringVar(&cfg.StateDir, "state-dir", launcher.DefaultStateDir, "`DIR` holding one state folder per VMI")
+	fs.StringVar(&cfg.StateDir, "state-dir", convert.DefaultStateDir, "`DIR` holding one state folder per VMI")
 	fs.StringVar(&cfg.MetricsAddress, "metrics-address", agent.DefaultHTTPAddress,
 		"`ADDR` serving /metrics, /healthz, /readyz and /consoles (port 0: any free port, logged; off: none)")
 	fs.StringVar(&cfg.StreamAddress, "stream-address", "",

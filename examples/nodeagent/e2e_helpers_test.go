@@ -40,7 +40,6 @@ import (
 	"github.com/vmi2libvirt/vmi2libvirt/examples/nodeagent/internal/testcluster"
 	"github.com/vmi2libvirt/vmi2libvirt/testkit/hosttest"
 	"github.com/vmi2libvirt/vmi2libvirt/testkit/testguest"
-	"github.com/vmi2libvirt/vmi2libvirt/launcher"
 )
 
 const (
@@ -73,7 +72,7 @@ func newWorld(t testing.TB) *world {
 	hosttest.Libvirt(t, libvirtURI)
 	hosttest.LockLibvirt(t, false)
 	var guestErr error
-	guestOnce.Do(func() { _, guestErr = testguest.Install(launcher.DefaultImageStore, testguest.Options{}) })
+	guestOnce.Do(func() { _, guestErr = testguest.Install(convert.DefaultImageStore, testguest.Options{}) })
 	if guestErr != nil {
 		hosttest.Missing(t, "the test guest cannot be built: %v", guestErr)
 	}

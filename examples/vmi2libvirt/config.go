@@ -7,7 +7,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/vmi2libvirt/vmi2libvirt/convert"
-	ipipeline "github.com/vmi2libvirt/vmi2libvirt/internal/pipeline"
+	"github.com/vmi2libvirt/vmi2libvirt/internal/fixtures"
 	"github.com/vmi2libvirt/vmi2libvirt/pipeline"
 )
 
@@ -27,8 +27,8 @@ type hostFlags struct {
 var hostFlagNames = []string{"state-dir", "image-store", "hostdisk-allow"}
 
 func (h *hostFlags) register(fs *pflag.FlagSet) {
-	fs.StringVar(&h.stateDir, "state-dir", ipipeline.DefaultStateDir, "folder holding one state folder per VMI (overlays, cloud-init ISOs, sockets, logs)")
-	fs.StringVar(&h.imageStore, "image-store", ipipeline.DefaultImageStore, "image store of containerDisk and kernel-boot images")
+	fs.StringVar(&h.stateDir, "state-dir", convert.DefaultStateDir, "folder holding one state folder per VMI (overlays, cloud-init ISOs, sockets, logs)")
+	fs.StringVar(&h.imageStore, "image-store", convert.DefaultImageStore, "image store of containerDisk and kernel-boot images")
 	fs.StringArrayVar(&h.hostDiskAllow, "hostdisk-allow", nil, "a folder hostDisk paths may lie under; repeat for more (none: hostDisks are refused)")
 }
 
@@ -66,7 +66,7 @@ func (f *conversionFlags) config(fs *pflag.FlagSet) (pipeline.Config, error) {
 		if err != nil {
 			return pipeline.Config{}, fileError(err)
 		}
-		cfg, err := ipipeline.ParseConfig(data)
+		cfg, err := fixtures.ParseConfig(data)
 		if err != nil {
 			return pipeline.Config{}, usageErrorf("--options %s: %v", f.options, err)
 		}

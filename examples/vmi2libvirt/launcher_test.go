@@ -16,21 +16,12 @@ import (
 
 	v1 "kubevirt.io/api/core/v1"
 
+	"github.com/vmi2libvirt/vmi2libvirt/convert"
 	"github.com/vmi2libvirt/vmi2libvirt/domain"
-	"github.com/vmi2libvirt/vmi2libvirt/testkit/hosttest"
-	ipipeline "github.com/vmi2libvirt/vmi2libvirt/internal/pipeline"
-	"github.com/vmi2libvirt/vmi2libvirt/testkit/testguest"
 	"github.com/vmi2libvirt/vmi2libvirt/launcher"
+	"github.com/vmi2libvirt/vmi2libvirt/testkit/hosttest"
+	"github.com/vmi2libvirt/vmi2libvirt/testkit/testguest"
 )
-
-// TestHostFlagDefaults: the conversion flags' default folders are the
-// launcher's.
-func TestHostFlagDefaults(t *testing.T) {
-	if ipipeline.DefaultStateDir != launcher.DefaultStateDir || ipipeline.DefaultImageStore != launcher.DefaultImageStore {
-		t.Errorf("--state-dir and --image-store default to %s and %s, the launcher to %s and %s",
-			ipipeline.DefaultStateDir, ipipeline.DefaultImageStore, launcher.DefaultStateDir, launcher.DefaultImageStore)
-	}
-}
 
 // statusJSON runs status -o json and decodes it strictly.
 func statusJSON(t *testing.T, args ...string) v1.VirtualMachineInstanceStatus {
@@ -67,7 +58,7 @@ func guestVMI(t *testing.T, what string) (name, stateDir string, flags []string)
 	t.Helper()
 	hosttest.Libvirt(t, launcher.DefaultURI)
 	hosttest.LockLibvirt(t, false)
-	testguest.Require(t, launcher.DefaultImageStore)
+	testguest.Require(t, convert.DefaultImageStore)
 	name = "cli-" + what + "-" + strconv.Itoa(os.Getpid())
 	stateDir = "/var/lib/vmi2libvirt/e2e-" + name
 	flags = []string{"--owner", name, "--state-dir", stateDir}

@@ -11,6 +11,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/vmi2libvirt/vmi2libvirt/internal/fixtures"
 	"github.com/vmi2libvirt/vmi2libvirt/pipeline"
 )
 
@@ -110,7 +111,7 @@ func runInvalid(t *testing.T, name string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cfg, err := LoadConfig(base + optionsExt)
+	cfg, err := fixtures.LoadConfig(base + optionsExt)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,9 +1,9 @@
 // Package pipeline holds the project's test fixtures of the pure pipeline:
-// the invalid-VMI catalogue (testdata/invalid), the pipeline's fuzz target,
-// and the reader of a test case's options file (ParseOptions,
-// LoadOptions). Convert, Run and Prepare are the public package
-// github.com/vmi2libvirt/vmi2libvirt/pipeline with the arguments the
-// golden tests, the benchmarks and kvbench pass; they add nothing to it.
+// the invalid-VMI catalogue (testdata/invalid) and the pipeline's fuzz
+// target. Prepare and Run are the public package
+// github.com/vmi2libvirt/vmi2libvirt/pipeline with the arguments the golden
+// tests, the benchmarks and kvbench pass; they add nothing to it. Only tests
+// import this package; a case's options file is read by internal/fixtures.
 package pipeline
 
 import (

@@ -11,8 +11,8 @@ import (
 	"time"
 
 	"github.com/vmi2libvirt/vmi2libvirt/imagestore"
-	"github.com/vmi2libvirt/vmi2libvirt/testkit/hosttest"
 	"github.com/vmi2libvirt/vmi2libvirt/internal/iso"
+	"github.com/vmi2libvirt/vmi2libvirt/testkit/hosttest"
 )
 
 // guest is one QEMU process running the test guest under TCG.

@@ -32,6 +32,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/vmi2libvirt/vmi2libvirt/convert"
 	"github.com/vmi2libvirt/vmi2libvirt/imagestore"
 	"github.com/vmi2libvirt/vmi2libvirt/testkit/hosttest"
 )
@@ -53,7 +54,7 @@ const (
 const (
 	DefaultKernelTree = "/var/cache/vmi2libvirt/kernel"
 	DefaultBusybox    = "/bin/busybox"
-	DefaultImageStore = "/var/lib/vmi2libvirt/images"
+	DefaultImageStore = convert.DefaultImageStore
 )
 
 // Options say where the pieces of the guest come from.
