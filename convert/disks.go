@@ -208,7 +208,7 @@ func (c *converter) disk(b *diskBuilder, i int) (libvirtxml.DomainDisk, error) {
 	c.diskTarget(b, i, dev.bus)
 	parts.target.Bus = string(dev.bus)
 	parts.target.Tray = string(dev.tray)
-	parts.alias.Name = c.text.join(aliasPrefix, spec.Name)
+	parts.alias.Name = c.text.join(UserAliasPrefix, spec.Name)
 	out := libvirtxml.DomainDisk{
 		Device: dev.device,
 		Target: &parts.target,

@@ -360,7 +360,7 @@ func parsePCIAddress(s string) (*libvirtxml.DomainAddressPCI, error) {
 
 // hostDeviceAlias is the alias of a host device: "ua-<prefix><name>".
 func (c *converter) hostDeviceAlias(prefix, name string) *libvirtxml.DomainAlias {
-	return &libvirtxml.DomainAlias{Name: c.text.join(aliasPrefix, prefix, name)}
+	return &libvirtxml.DomainAlias{Name: c.text.join(UserAliasPrefix, prefix, name)}
 }
 
 // pciHostdev is a PCI device passed through with vfio, which the host has

@@ -193,7 +193,7 @@ func (c *converter) networkByName(name string) *v1.Network {
 // boot order (the NIC's option ROM is switched off unless it boots), link
 // state, virtio queues, alias ua-<name>.
 func (c *converter) domainInterface(path itemPath, iface *v1.Interface, network *v1.Network, parts *interfaceParts) (libvirtxml.DomainInterface, error) {
-	parts.alias.Name = c.text.join(aliasPrefix, iface.Name)
+	parts.alias.Name = c.text.join(UserAliasPrefix, iface.Name)
 	nic := libvirtxml.DomainInterface{Alias: &parts.alias}
 
 	model := iface.Model
@@ -333,5 +333,5 @@ func passtPortForwards(ports []v1.Port) []libvirtxml.DomainInterfaceSourcePortFo
 // uaAlias is KubeVirt's user alias of a device, "ua-<name>", for devices
 // without parts of their own to hold it.
 func (c *converter) uaAlias(name string) *libvirtxml.DomainAlias {
-	return &libvirtxml.DomainAlias{Name: c.text.join(aliasPrefix, name)}
+	return &libvirtxml.DomainAlias{Name: c.text.join(UserAliasPrefix, name)}
 }

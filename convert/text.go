@@ -34,8 +34,10 @@ func (t *text) decimal(n uint64) string {
 	return t.b.String()[start:]
 }
 
-// aliasPrefix is KubeVirt's prefix of a device's user alias: "ua-<name>".
-const aliasPrefix = "ua-"
+// UserAliasPrefix is KubeVirt's prefix of the alias of a device the VMI
+// names (a disk, an interface, an input...): "ua-<name>". Status reports read
+// the device's name back from it.
+const UserAliasPrefix = "ua-"
 
 // textSize is how much text converting vmi builds in the common case: the
 // domain's name and the aliases of its devices. A guess that falls short
@@ -44,15 +46,15 @@ func textSize(vmi *v1.VirtualMachineInstance) int {
 	n := len(vmi.Namespace) + len("default") + 1 + len(vmi.Name)
 	devs := &vmi.Spec.Domain.Devices
 	for i := range devs.Disks {
-		n += len(aliasPrefix) + len(devs.Disks[i].Name)
+		n += len(UserAliasPrefix) + len(devs.Disks[i].Name)
 	}
 	for i := range devs.Interfaces {
-		n += len(aliasPrefix) + len(devs.Interfaces[i].Name)
+		n += len(UserAliasPrefix) + len(devs.Interfaces[i].Name)
 	}
 	for i := range devs.Inputs {
-		n += len(aliasPrefix) + len(devs.Inputs[i].Name)
+		n += len(UserAliasPrefix) + len(devs.Inputs[i].Name)
 	}
-	const hostDevicePrefix = len(aliasPrefix) + len(aliasPrefixDRAHostDevice)
+	const hostDevicePrefix = len(UserAliasPrefix) + len(aliasPrefixDRAHostDevice)
 	for i := range devs.HostDevices {
 		n += hostDevicePrefix + len(devs.HostDevices[i].Name)
 	}

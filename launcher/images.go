@@ -256,7 +256,7 @@ func volumeStatuses(s snapshot) []v1.VolumeStatus {
 		vs := v1.VolumeStatus{Name: u.Volume, Message: u.Ref + "@" + u.Digest}
 		if d := s.cur.xml.Devices; d != nil {
 			for _, disk := range d.Disks {
-				if disk.Alias != nil && disk.Alias.Name == aliasPrefix+u.Volume && disk.Target != nil {
+				if disk.Alias != nil && disk.Alias.Name == convert.UserAliasPrefix+u.Volume && disk.Target != nil {
 					vs.Target = disk.Target.Dev
 				}
 			}

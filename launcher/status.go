@@ -12,14 +12,12 @@ import (
 	"libvirt.org/go/libvirt"
 	"libvirt.org/go/libvirtxml"
 
+	"github.com/vmi2libvirt/vmi2libvirt/convert"
 	"github.com/vmi2libvirt/vmi2libvirt/domain"
 )
 
 // agentChannel is the name of the guest agent's virtio channel.
 const agentChannel = "org.qemu.guest_agent.0"
-
-// aliasPrefix prefixes the alias of each user-named device.
-const aliasPrefix = "ua-"
 
 // snapshot is one reading of a domain.
 type snapshot struct {
@@ -216,11 +214,11 @@ func interfaceStatuses(s snapshot) []v1.VirtualMachineInstanceNetworkInterface {
 	}
 	var out []v1.VirtualMachineInstanceNetworkInterface
 	for _, iface := range s.cur.xml.Devices.Interfaces {
-		if iface.Alias == nil || !strings.HasPrefix(iface.Alias.Name, aliasPrefix) {
+		if iface.Alias == nil || !strings.HasPrefix(iface.Alias.Name, convert.UserAliasPrefix) {
 			continue
 		}
 		st := v1.VirtualMachineInstanceNetworkInterface{
-			Name:       strings.TrimPrefix(iface.Alias.Name, aliasPrefix),
+			Name:       strings.TrimPrefix(iface.Alias.Name, convert.UserAliasPrefix),
 			InfoSource: "domain",
 		}
 		if iface.MAC != nil {
