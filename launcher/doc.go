@@ -62,11 +62,11 @@
 // them (a client asking for exclusive access disconnects the others). A
 // VMI whose spec turned the device off (autoattachSerialConsole or
 // autoattachGraphicsDevice false) gets an *InvalidError naming that field.
-// StreamServer serves either stream to network clients, one stream per
+// Package stream serves either stream to network clients, one stream per
 // client, on a listener (a TCP port for VNC viewers) or as a WebSocket
-// (noVNC):
+// (noVNC, virtctl):
 //
-//	srv := &launcher.StreamServer{Open: func(ctx context.Context) (io.ReadWriteCloser, error) {
+//	srv := &stream.Server{Open: func(ctx context.Context) (io.ReadWriteCloser, error) {
 //		return l.VNC(ctx, vmi)
 //	}}
 //	ln, err := net.Listen("tcp", "127.0.0.1:5900")

@@ -81,24 +81,37 @@ func FromVMI(vmi *v1.VirtualMachineInstance, cfg Config) (Result, error) {
 	return run(vmi.DeepCopy(), api.KindVMI, cfg)
 }
 
+// Admit is the first half of FromVMI: KubeVirt's defaults on a copy of vmi,
+// then validation (ValidateCreate's rules too when cfg.Create is set). It
+// returns the defaulted VMI, or an *InvalidError of stage "validate". A
+// caller that must resolve something the VMI names before it converts it —
+// the launcher pulls its images — admits it first and converts it with
+// Convert: one run of the pipeline, split in two.
+func Admit(vmi *v1.VirtualMachineInstance, cfg Config) (*v1.VirtualMachineInstance, error) {
+	if vmi == nil {
+		return nil, errors.New("pipeline: nil VirtualMachineInstance")
+	}
+	v := vmi.DeepCopy()
+	return v, admit(v, api.KindVMI, cfg)
+}
+
+// Convert is the second half of FromVMI: it converts vmi, which Admit
+// returned, with cfg.Options, and returns the domain before it is marshalled
+// (domain.Marshal). A VMI the converter refuses is an *InvalidError of stage
+// "convert"; vmi is not modified.
+func Convert(vmi *v1.VirtualMachineInstance, cfg Config) (*libvirtxml.Domain, error) {
+	return convertAs(vmi, api.KindVMI, cfg)
+}
+
 // run defaults, validates, converts and marshals vmi, which it owns.
 func run(vmi *v1.VirtualMachineInstance, kind string, cfg Config) (Result, error) {
 	r := Result{Kind: kind, VMI: vmi}
-	api.Default(vmi, cfg.Cluster)
-	validate := api.Validate
-	if cfg.Create {
-		validate = api.ValidateCreate
+	if err := admit(vmi, kind, cfg); err != nil {
+		return r, err
 	}
-	if errs := validate(vmi); len(errs) > 0 {
-		errs = api.InDocument(kind, errs)
-		return r, newInvalidError(kind, "validate", errs.ToAggregate())
-	}
-	d, err := convert.Convert(vmi, cfg.Options)
+	d, err := convertAs(vmi, kind, cfg)
 	if err != nil {
-		if fieldErrors(err) == nil {
-			return r, fmt.Errorf("pipeline: convert: %w", err) // not the input's fault
-		}
-		return r, newInvalidError(kind, "convert", err)
+		return r, err
 	}
 	r.Domain = d
 	xml, err := domain.Marshal(d)
@@ -107,6 +120,33 @@ func run(vmi *v1.VirtualMachineInstance, kind string, cfg Config) (Result, error
 	}
 	r.XML = xml
 	return r, nil
+}
+
+// admit defaults and validates vmi, which it owns, the VMI of a document of
+// the given kind.
+func admit(vmi *v1.VirtualMachineInstance, kind string, cfg Config) error {
+	api.Default(vmi, cfg.Cluster)
+	validate := api.Validate
+	if cfg.Create {
+		validate = api.ValidateCreate
+	}
+	if errs := validate(vmi); len(errs) > 0 {
+		errs = api.InDocument(kind, errs)
+		return newInvalidError(kind, "validate", errs.ToAggregate())
+	}
+	return nil
+}
+
+// convertAs converts vmi, the admitted VMI of a document of the given kind.
+func convertAs(vmi *v1.VirtualMachineInstance, kind string, cfg Config) (*libvirtxml.Domain, error) {
+	d, err := convert.Convert(vmi, cfg.Options)
+	if err != nil {
+		if fieldErrors(err) == nil {
+			return nil, fmt.Errorf("pipeline: convert: %w", err) // not the input's fault
+		}
+		return nil, newInvalidError(kind, "convert", err)
+	}
+	return d, nil
 }
 
 // fieldErrors returns the field errors err carries: itself, the errors it

@@ -1,6 +1,6 @@
-package launcher_test
+package stream_test
 
-// StreamServer with in-memory streams, beside TestE2EVNC (which serves a
+// Server with in-memory streams, beside TestE2EVNC (which serves a
 // real guest's VNC display): what each client gets, refusals, and the end
 // of serving.
 
@@ -19,8 +19,11 @@ import (
 
 	"github.com/coder/websocket"
 
-	"github.com/vmi2libvirt/vmi2libvirt/launcher"
+	"github.com/vmi2libvirt/vmi2libvirt/stream"
 )
+
+// errNotRunning stands for the error of a stream that cannot be opened.
+var errNotRunning = errors.New("launcher: the VMI is not running")
 
 // upperStreams opens streams that answer each line with the line in upper
 // case, prefixed with the stream's number, and records when each closes.
@@ -92,16 +95,16 @@ func eventually(t *testing.T, what string, cond func() bool) {
 	}
 }
 
-// TestStreamServerServe: each TCP client gets a stream of its own; a
+// TestServe: each TCP client gets a stream of its own; a
 // client leaving closes its stream; a client whose stream cannot be
 // opened is disconnected; when the context ends Serve closes the
 // listener and the clients and returns nil.
-func TestStreamServerServe(t *testing.T) {
+func TestServe(t *testing.T) {
 	u := &upperStreams{closed: map[int32]bool{}}
 	refuse := atomic.Bool{}
-	srv := &launcher.StreamServer{Open: func(ctx context.Context) (io.ReadWriteCloser, error) {
+	srv := &stream.Server{Open: func(ctx context.Context) (io.ReadWriteCloser, error) {
 		if refuse.Load() {
-			return nil, launcher.ErrNotRunning
+			return nil, errNotRunning
 		}
 		return u.open(ctx)
 	}}
@@ -166,17 +169,17 @@ func TestStreamServerServe(t *testing.T) {
 	}
 }
 
-// TestStreamServerWebSocket: a WebSocket gets a stream in binary messages,
-// with the subprotocol it asks for among WebSocketSubprotocols; a stream
+// TestServeWebSocket: a WebSocket gets a stream in binary messages,
+// with the subprotocol it asks for (binary or KubeVirt's); a stream
 // that cannot be opened closes the WebSocket with status 1013 and the
 // reason; an origin in OriginPatterns is let in, another refused.
-func TestStreamServerWebSocket(t *testing.T) {
+func TestServeWebSocket(t *testing.T) {
 	u := &upperStreams{closed: map[int32]bool{}}
 	refuse := atomic.Bool{}
-	srv := &launcher.StreamServer{
+	srv := &stream.Server{
 		Open: func(ctx context.Context) (io.ReadWriteCloser, error) {
 			if refuse.Load() {
-				return nil, fmt.Errorf("no stream: %w", launcher.ErrNotRunning)
+				return nil, fmt.Errorf("no stream: %w", errNotRunning)
 			}
 			return u.open(ctx)
 		},
@@ -192,7 +195,7 @@ func TestStreamServerWebSocket(t *testing.T) {
 	go func() { served <- srv.ServeWebSocket(ctx, ln) }()
 	url := "ws://" + ln.Addr().String() + "/websockify"
 
-	for i, sub := range append([]string{""}, launcher.WebSocketSubprotocols...) {
+	for i, sub := range []string{"", "binary", stream.KubeVirtSubprotocol} {
 		opts := &websocket.DialOptions{}
 		if sub != "" {
 			opts.Subprotocols = []string{sub}

@@ -1,4 +1,4 @@
-package launcher
+package hostfiles
 
 import (
 	"context"
@@ -14,11 +14,13 @@ import (
 	"syscall"
 	"testing"
 
+	k8sv1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	v1 "kubevirt.io/api/core/v1"
 
 	"github.com/vmi2libvirt/vmi2libvirt/api"
 	"github.com/vmi2libvirt/vmi2libvirt/convert"
+	"github.com/vmi2libvirt/vmi2libvirt/hostplan"
 	"github.com/vmi2libvirt/vmi2libvirt/internal/iso"
 	"github.com/vmi2libvirt/vmi2libvirt/testkit/hosttest"
 )
@@ -50,6 +52,52 @@ spec:
   - name: disk
     `+volume+`
 `)
+}
+
+// ConfigSources are the config source folders of a test, and the user
+// QEMU runs as, as the launcher's Config names them.
+type ConfigSources struct {
+	ConfigMaps, Secrets, ServiceAccounts map[string]string
+	QEMUUser                             string
+}
+
+// prepareArtifacts is what the launcher does for a VMI's artifacts: it
+// admits the VMI, reads its config sources, makes its plan for layout and
+// applies it.
+func prepareArtifacts(ctx context.Context, vmi *v1.VirtualMachineInstance, layout convert.HostLayout, sources ConfigSources) error {
+	qemu, err := QEMUUser(sources.QEMUUser)
+	if err != nil {
+		return err
+	}
+	host := hostplan.Host{Owner: "test", Options: convert.Options{Layout: layout, DomainType: "qemu"}, QEMU: qemu}
+	req, err := hostplan.Prepare(vmi, host)
+	if err != nil {
+		return err
+	}
+	var in hostplan.Inputs
+	folders := Folders{hostplan.ConfigMap: sources.ConfigMaps, hostplan.Secret: sources.Secrets, hostplan.ServiceAccount: sources.ServiceAccounts}
+	if in.Sources, err = ReadSources(req.Sources, folders); err != nil {
+		return err
+	}
+	p, err := hostplan.Make(req, host, in)
+	if err != nil {
+		return err
+	}
+	_, err = Apply(ctx, p)
+	return err
+}
+
+// removeArtifacts removes the VMI's state folder, as Delete does.
+func removeArtifacts(vmi *v1.VirtualMachineInstance, layout convert.HostLayout) error {
+	return RemoveStateFolder(layout.StateDir, layout.StateFolder(vmi))
+}
+
+// configDriveMetadata is ConfigDrive's openstack/latest/meta_data.json.
+type configDriveMetadata struct {
+	InstanceID    string            `json:"instance_id"`
+	Hostname      string            `json:"hostname"`
+	UUID          string            `json:"uuid"`
+	PublicSSHKeys map[string]string `json:"public_keys"`
 }
 
 // testLayout is a layout in fresh folders. QEMU's user is left alone
@@ -608,9 +656,15 @@ func TestFullDiskLeavesNothingBehind(t *testing.T) {
 	}
 	t.Cleanup(func() { exec.Command("umount", dir).Run() })
 	layout := convert.HostLayout{StateDir: filepath.Join(dir, "vmis")}
+	// More user data than inline user data may hold (KubeVirt allows 2 KiB
+	// there): from a secret.
+	secret := t.TempDir()
+	if err := os.WriteFile(filepath.Join(secret, "userdata"), []byte("#cloud-config\n# "+strings.Repeat("x", 1<<20)+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
 	vmi := artifactVMI(t, noCloudVMI)
-	vmi.Spec.Volumes[1].CloudInitNoCloud.UserData = "#cloud-config\n# " + strings.Repeat("x", 1<<20) + "\n"
-	err := prepareArtifacts(context.Background(), vmi, layout, ConfigSources{QEMUUser: "-"})
+	vmi.Spec.Volumes[1].CloudInitNoCloud = &v1.CloudInitNoCloudSource{UserDataSecretRef: &k8sv1.LocalObjectReference{Name: "big"}}
+	err := prepareArtifacts(context.Background(), vmi, layout, ConfigSources{QEMUUser: "-", Secrets: map[string]string{"big": secret}})
 	if err == nil || !strings.Contains(err.Error(), "no space left") {
 		t.Fatalf("got %v, want no space left", err)
 	}

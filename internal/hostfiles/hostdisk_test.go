@@ -1,4 +1,4 @@
-package launcher
+package hostfiles
 
 import (
 	"context"
@@ -73,7 +73,11 @@ func TestHostDiskSymlinks(t *testing.T) {
 	for _, c := range cases {
 		layout.HostDiskAllow = []string{c.allow}
 		p := filepath.Join(c.allow, c.path)
-		vmi := oneDiskVMI(t, "hd", `hostDisk: {path: `+p+`, type: `+c.typ+`, capacity: 1Mi}`)
+		capacity := "" // KubeVirt allows a capacity with DiskOrCreate only
+		if c.typ == "DiskOrCreate" {
+			capacity = ", capacity: 1Mi"
+		}
+		vmi := oneDiskVMI(t, "hd", `hostDisk: {path: `+p+`, type: `+c.typ+capacity+`}`)
 		err := prepareArtifacts(context.Background(), vmi, layout, sources)
 		if c.ok {
 			if err != nil {

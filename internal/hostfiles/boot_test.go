@@ -1,4 +1,4 @@
-package launcher
+package hostfiles
 
 import (
 	"context"
@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"github.com/vmi2libvirt/vmi2libvirt/convert"
-	"github.com/vmi2libvirt/vmi2libvirt/domain"
+	"github.com/vmi2libvirt/vmi2libvirt/hostplan"
 	"github.com/vmi2libvirt/vmi2libvirt/testkit/hosttest"
 	"github.com/vmi2libvirt/vmi2libvirt/testkit/testguest"
 )
@@ -85,17 +85,24 @@ spec:
 
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	if err := prepareArtifacts(ctx, vmi, layout, ConfigSources{}); err != nil {
-		t.Fatal(err)
-	}
-	dom, err := convert.Convert(vmi, convert.Options{Layout: layout, DomainType: "qemu", SerialConsoleLog: true, NoMemoryHotplug: true})
+	qemu, err := QEMUUser("")
 	if err != nil {
 		t.Fatal(err)
 	}
-	xml, err := domain.Marshal(dom)
+	host := hostplan.Host{Owner: "test", QEMU: qemu,
+		Options: convert.Options{Layout: layout, DomainType: "qemu", SerialConsoleLog: true, NoMemoryHotplug: true}}
+	req, err := hostplan.Prepare(vmi, host)
 	if err != nil {
 		t.Fatal(err)
 	}
+	plan, err := hostplan.Make(req, host, hostplan.Inputs{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Apply(ctx, plan); err != nil {
+		t.Fatal(err)
+	}
+	xml := plan.XML
 	xmlPath := filepath.Join(root, "domain.xml")
 	os.WriteFile(xmlPath, xml, 0o600)
 	name := convert.DomainName(vmi)

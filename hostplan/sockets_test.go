@@ -1,4 +1,4 @@
-package launcher
+package hostplan
 
 import (
 	"strings"
@@ -15,7 +15,7 @@ func TestSocketPathErrors(t *testing.T) {
 				{Socket: &libvirtxml.DomainGraphicListenerSocket{Socket: vnc}}}}}},
 		}}
 	}
-	fits := "/" + strings.Repeat("s", maxSocketPath-1)
+	fits := "/" + strings.Repeat("s", MaxSocketPath-1)
 	long := fits + "x"
 	if errs := socketPathErrors(dom(fits, fits), "vm"); len(errs) != 0 {
 		t.Errorf("paths of %d bytes refused: %v", len(fits), errs)

@@ -1,13 +1,10 @@
-package launcher
+package hostplan
 
 import (
 	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io/fs"
-	"os"
-	"path/filepath"
 	"strconv"
 	"strings"
 
@@ -15,7 +12,6 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	v1 "kubevirt.io/api/core/v1"
 
-	"github.com/vmi2libvirt/vmi2libvirt/convert"
 	"github.com/vmi2libvirt/vmi2libvirt/internal/iso"
 )
 
@@ -47,25 +43,24 @@ type configDriveMetadata struct {
 	PublicSSHKeys map[string]string `json:"public_keys,omitempty"`
 }
 
-// cloudInit plans the NoCloud or ConfigDrive ISO of a volume, to be
-// rewritten only when its content changed.
-func (p *planner) cloudInit(a convert.HostArtifact) error {
-	files, label, err := cloudInitFiles(p.vmi, a.Index, p.sources)
+// cloudInitISO returns the NoCloud or ConfigDrive ISO of spec.volumes[index].
+func cloudInitISO(vmi *v1.VirtualMachineInstance, index int, sources map[Source][]File) ([]byte, error) {
+	files, label, err := cloudInitFiles(vmi, index, sources)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	img, err := iso.Build(label, files)
 	if err != nil {
-		return fmt.Errorf("volume %s: %w", a.Volume, err)
+		return nil, fmt.Errorf("hostplan: volume %s: %w", vmi.Spec.Volumes[index].Name, err)
 	}
-	return p.writePlan(a, img)
+	return img, nil
 }
 
 // cloudInitFiles returns the files and label of the ISO of
 // spec.volumes[index], a cloudInitNoCloud or cloudInitConfigDrive volume.
-func cloudInitFiles(vmi *v1.VirtualMachineInstance, index int, sources ConfigSources) ([]iso.File, string, error) {
+func cloudInitFiles(vmi *v1.VirtualMachineInstance, index int, sources map[Source][]File) ([]iso.File, string, error) {
 	vol := &vmi.Spec.Volumes[index]
-	vp := field.NewPath("spec", "volumes").Index(index)
+	vp := volumesPath.Index(index)
 	keys, err := accessCredentialKeys(vmi, sources, vol.CloudInitNoCloud != nil)
 	if err != nil {
 		return nil, "", err
@@ -125,15 +120,15 @@ func cloudInitFiles(vmi *v1.VirtualMachineInstance, index int, sources ConfigSou
 
 // cloudInitData resolves user and network data: from a secret when a
 // secretRef is set, else inline, else base64 (KubeVirt's precedence).
-func cloudInitData(fp *field.Path, sources ConfigSources,
+func cloudInitData(fp *field.Path, sources map[Source][]File,
 	user, userB64 string, userRef *k8sv1.LocalObjectReference,
 	network, networkB64 string, networkRef *k8sv1.LocalObjectReference,
 ) ([]byte, []byte, error) {
-	u, err := oneData(fp, sources, user, userB64, userRef, "userData", "userDataBase64", "secretRef", []string{"userdata", "userData"})
+	u, err := oneData(fp, sources, user, userB64, userRef, "userDataBase64", "secretRef", []string{"userdata", "userData"})
 	if err != nil {
 		return nil, nil, err
 	}
-	n, err := oneData(fp, sources, network, networkB64, networkRef, "networkData", "networkDataBase64", "networkDataSecretRef", []string{"networkdata", "networkData"})
+	n, err := oneData(fp, sources, network, networkB64, networkRef, "networkDataBase64", "networkDataSecretRef", []string{"networkdata", "networkData"})
 	if err != nil {
 		return nil, nil, err
 	}
@@ -143,25 +138,23 @@ func cloudInitData(fp *field.Path, sources ConfigSources,
 	return u, n, nil
 }
 
-func oneData(fp *field.Path, sources ConfigSources, raw, b64 string, ref *k8sv1.LocalObjectReference,
-	rawField, b64Field, refField string, keys []string,
+func oneData(fp *field.Path, sources map[Source][]File, raw, b64 string, ref *k8sv1.LocalObjectReference,
+	b64Field, refField string, keys []string,
 ) ([]byte, error) {
 	if ref != nil && ref.Name != "" {
 		rp := fp.Child(refField, "name")
-		dir, ok := sources.Secrets[ref.Name]
+		files, ok := sources[Source{Secret, ref.Name}]
 		if !ok {
 			return nil, field.NotFound(rp, ref.Name)
 		}
 		for _, k := range keys {
-			data, err := readInside(dir, k)
-			if err == nil {
-				return data, nil
-			}
-			if !errors.Is(err, fs.ErrNotExist) {
-				return nil, notReady(field.Invalid(rp, ref.Name, fmt.Sprintf("secret folder: %v", err)))
+			for _, f := range files {
+				if f.Path == k {
+					return f.Data, nil
+				}
 			}
 		}
-		return nil, notReady(field.Invalid(rp, ref.Name, fmt.Sprintf("the secret's folder has no %s file", strings.Join(keys, " or "))))
+		return nil, NotReady(field.Invalid(rp, ref.Name, "the secret's folder has no "+strings.Join(keys, " or ")+" file"))
 	}
 	if raw != "" {
 		return []byte(raw), nil
@@ -181,8 +174,8 @@ func oneData(fp *field.Path, sources ConfigSources, raw, b64 string, ref *k8sv1.
 	return nil, nil
 }
 
-// instanceID is NoCloud's instance-id: the firmware UUID, as KubeVirt
-// gives it (api.Default derives it from namespace and name), or
+// instanceID is NoCloud's instance-id: the firmware UUID, as KubeVirt gives
+// it (api.Default derives it from namespace and name), or
 // <name>.<namespace> without one.
 func instanceID(vmi *v1.VirtualMachineInstance) string {
 	if id := firmwareUUID(vmi); id != "" {
@@ -198,8 +191,8 @@ func firmwareUUID(vmi *v1.VirtualMachineInstance) string {
 	return ""
 }
 
-// cloudInitHostname is KubeVirt's: spec.hostname, else the VMI's name up
-// to its first dot, at most 63 characters.
+// cloudInitHostname is KubeVirt's: spec.hostname, else the VMI's name up to
+// its first dot, at most 63 characters.
 func cloudInitHostname(vmi *v1.VirtualMachineInstance) string {
 	if vmi.Spec.Hostname != "" {
 		return vmi.Spec.Hostname
@@ -211,27 +204,19 @@ func cloudInitHostname(vmi *v1.VirtualMachineInstance) string {
 	return h
 }
 
-// accessCredentialKeys reads the SSH public keys of spec.accessCredentials
-// that propagate through noCloud (or configDrive), numbered "0", "1", ...
-func accessCredentialKeys(vmi *v1.VirtualMachineInstance, sources ConfigSources, noCloud bool) (map[string]string, error) {
+// accessCredentialKeys returns the SSH public keys of spec.accessCredentials
+// that propagate through noCloud (or configDrive), numbered "0", "1", ...:
+// every non-empty file at the top of each key secret's folder.
+func accessCredentialKeys(vmi *v1.VirtualMachineInstance, sources map[Source][]File, noCloud bool) (map[string]string, error) {
 	keys := map[string]string{}
 	for i, ac := range vmi.Spec.AccessCredentials {
-		ssh := ac.SSHPublicKey
-		if ssh == nil || ssh.Source.Secret == nil || ssh.Source.Secret.SecretName == "" {
-			continue
-		}
-		if m := ssh.PropagationMethod; (noCloud && m.NoCloud == nil) || (!noCloud && m.ConfigDrive == nil) {
-			continue
-		}
-		fp := field.NewPath("spec", "accessCredentials").Index(i).Child("sshPublicKey", "source", "secret", "secretName")
-		name := ssh.Source.Secret.SecretName
-		dir, ok := sources.Secrets[name]
+		name, ok := propagatedKeySecret(ac, noCloud, !noCloud)
 		if !ok {
-			return nil, field.NotFound(fp, name)
+			continue
 		}
-		files, err := readFolder(dir, 1<<20)
-		if err != nil {
-			return nil, notReady(field.Invalid(fp, name, fmt.Sprintf("secret folder: %v", err)))
+		files, ok := sources[Source{Secret, name}]
+		if !ok {
+			return nil, field.NotFound(accessCredentialSecretPath(i), name)
 		}
 		for _, f := range files {
 			if k := strings.TrimSpace(string(f.Data)); k != "" && !strings.Contains(f.Path, "/") {
@@ -243,37 +228,4 @@ func accessCredentialKeys(vmi *v1.VirtualMachineInstance, sources ConfigSources,
 		return nil, nil
 	}
 	return keys, nil
-}
-
-// readInside reads the regular file name directly in dir, following a
-// symbolic link only when it stays inside dir.
-func readInside(dir, name string) ([]byte, error) {
-	p, err := resolveInside(dir, name)
-	if err != nil {
-		return nil, err
-	}
-	st, err := os.Stat(p)
-	if err != nil {
-		return nil, err
-	}
-	if !st.Mode().IsRegular() {
-		return nil, fmt.Errorf("%s is not a regular file", name)
-	}
-	return os.ReadFile(p)
-}
-
-// resolveInside resolves dir/rel and refuses a result outside dir.
-func resolveInside(dir, rel string) (string, error) {
-	root, err := filepath.EvalSymlinks(dir)
-	if err != nil {
-		return "", err
-	}
-	p, err := filepath.EvalSymlinks(filepath.Join(root, rel))
-	if err != nil {
-		return "", err
-	}
-	if p != root && !strings.HasPrefix(p, root+string(filepath.Separator)) {
-		return "", fmt.Errorf("%s leads outside its folder", rel)
-	}
-	return p, nil
 }

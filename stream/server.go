@@ -1,4 +1,10 @@
-package launcher
+// Package stream serves a byte stream — a VMI's VNC display or its serial
+// console, as the launcher opens them (launcher.Launcher.VNC, Console) — to
+// network clients, each with a stream of its own: on a TCP listener, for
+// any VNC viewer, or as WebSocket connections of binary messages, what
+// noVNC and KubeVirt's virtctl speak. It needs no libvirt and no cgo: a
+// program that relays streams it got from elsewhere serves them too.
+package stream
 
 import (
 	"context"
@@ -13,7 +19,7 @@ import (
 	"github.com/coder/websocket"
 )
 
-// StreamServer serves a stream — a VMI's VNC display, or its serial
+// Server serves a stream — a VMI's VNC display, or its serial
 // console — to network clients, each with a stream of its own: on a
 // listener, so that any VNC viewer can connect to a TCP port (Serve), or
 // as WebSocket connections of binary messages, what noVNC speaks
@@ -24,13 +30,13 @@ import (
 // VMI. Serve on loopback (127.0.0.1), and let people in through ssh -L or
 // an authenticating proxy.
 //
-//	srv := &launcher.StreamServer{Open: func(ctx context.Context) (io.ReadWriteCloser, error) {
-//		return l.VNC(ctx, vmi)
+//	srv := &stream.Server{Open: func(ctx context.Context) (io.ReadWriteCloser, error) {
+//		return l.VNC(ctx, vmi) // l is a *launcher.Launcher
 //	}}
 //	ln, err := net.Listen("tcp", "127.0.0.1:5900")
 //	...
 //	err = srv.Serve(ctx, ln) // until ctx ends
-type StreamServer struct {
+type Server struct {
 	// Open opens the stream of one client, for example l.VNC(ctx, vmi).
 	// Its ctx ends when the client is gone or the server stops; the stream
 	// must close then. A client whose stream cannot be opened is
@@ -51,14 +57,17 @@ type StreamServer struct {
 	Logger *slog.Logger
 }
 
-// WebSocketSubprotocols are the WebSocket subprotocols ServeHTTP accepts:
-// "binary" (websockify's, which noVNC may ask for) and "plain.kubevirt.io"
-// (KubeVirt's for its console and VNC subresources). Both carry the
-// stream's bytes as binary messages; so does a connection that asks for
-// none.
-var WebSocketSubprotocols = []string{"binary", "plain.kubevirt.io"}
+// KubeVirtSubprotocol is the WebSocket subprotocol of KubeVirt's console and
+// VNC subresources: the stream's bytes as binary messages.
+const KubeVirtSubprotocol = "plain.kubevirt.io"
 
-func (s *StreamServer) log() *slog.Logger {
+// subprotocols are the WebSocket subprotocols ServeHTTP accepts: "binary"
+// (websockify's, which noVNC may ask for) and KubeVirtSubprotocol. Both
+// carry the stream's bytes as binary messages; so does a connection that
+// asks for none.
+var subprotocols = []string{"binary", KubeVirtSubprotocol}
+
+func (s *Server) log() *slog.Logger {
 	if s.Logger == nil {
 		return slog.New(slog.DiscardHandler)
 	}
@@ -69,7 +78,7 @@ func (s *StreamServer) log() *slog.Logger {
 // until ctx ends; it then closes ln, waits until every client is
 // disconnected, and returns nil. It returns an Accept error of ln (after
 // closing it and disconnecting the clients).
-func (s *StreamServer) Serve(ctx context.Context, ln net.Listener) error {
+func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	stop := context.AfterFunc(ctx, func() { _ = ln.Close() })
@@ -93,13 +102,13 @@ func (s *StreamServer) Serve(ctx context.Context, ln net.Listener) error {
 	}
 }
 
-// ServeHTTP upgrades the request to a WebSocket (subprotocols
-// WebSocketSubprotocols, origins checked against OriginPatterns) and joins
-// it to a stream of its own: binary messages carry the stream's bytes. The
+// ServeHTTP upgrades the request to a WebSocket (subprotocol "binary" or
+// KubeVirtSubprotocol, origins checked against OriginPatterns) and joins it
+// to a stream of its own: binary messages carry the stream's bytes. The
 // stream's context is the request's.
-func (s *StreamServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	c, err := websocket.Accept(w, r, &websocket.AcceptOptions{
-		Subprotocols:   WebSocketSubprotocols,
+		Subprotocols:   subprotocols,
 		OriginPatterns: s.OriginPatterns,
 	})
 	if err != nil {
@@ -123,7 +132,7 @@ func (s *StreamServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 // ServeWebSocket serves ServeHTTP on ln, at every path, until ctx ends;
 // it then closes ln and the clients' connections and returns nil. Other
 // errors are http.Server.Serve's.
-func (s *StreamServer) ServeWebSocket(ctx context.Context, ln net.Listener) error {
+func (s *Server) ServeWebSocket(ctx context.Context, ln net.Listener) error {
 	hs := &http.Server{
 		Handler:           s,
 		ReadHeaderTimeout: 10 * time.Second,
@@ -139,7 +148,7 @@ func (s *StreamServer) ServeWebSocket(ctx context.Context, ln net.Listener) erro
 }
 
 // join opens a stream for the client and copies between them.
-func (s *StreamServer) join(ctx context.Context, client io.ReadWriteCloser, who string) {
+func (s *Server) join(ctx context.Context, client io.ReadWriteCloser, who string) {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	stream, err := s.Open(ctx)
@@ -153,7 +162,7 @@ func (s *StreamServer) join(ctx context.Context, client io.ReadWriteCloser, who 
 
 // copy copies between client and stream until either side closes, or ctx
 // ends; then it closes both.
-func (s *StreamServer) copy(ctx context.Context, client, stream io.ReadWriteCloser, who string) {
+func (s *Server) copy(ctx context.Context, client, stream io.ReadWriteCloser, who string) {
 	s.log().Info("client connected", "client", who)
 	closeBoth := func() {
 		_ = client.Close()
