@@ -69,7 +69,7 @@ spec:
 func webInputs() Inputs {
 	return Inputs{
 		Images: map[string]Image{
-			"spec.volumes[0].containerDisk.image": {Reference: "localhost/disk:1", Digest: "sha256:d15c", Dir: "/srv/images/sha256/d15c/rootfs", Disk: "disk/disk.qcow2", DiskFormat: "qcow2"},
+			"spec.volumes[0].containerDisk.image":             {Reference: "localhost/disk:1", Digest: "sha256:d15c", Dir: "/srv/images/sha256/d15c/rootfs", Disk: "disk/disk.qcow2", DiskFormat: "qcow2"},
 			"spec.domain.firmware.kernelBoot.container.image": {Reference: "localhost/kernel:1", Digest: "sha256:4e4e", Dir: "/srv/images/sha256/4e4e/rootfs"},
 		},
 		Sources: map[Source][]File{
