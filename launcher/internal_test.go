@@ -11,7 +11,6 @@ import (
 	"time"
 
 	"k8s.io/apimachinery/pkg/util/validation/field"
-	v1 "kubevirt.io/api/core/v1"
 	"libvirt.org/go/libvirt"
 )
 
@@ -136,43 +135,5 @@ func TestEventQueueNeverBlocks(t *testing.T) {
 	}
 	if len(q.takeOverflow()) != 0 {
 		t.Error("takeOverflow does not clear")
-	}
-}
-
-func TestSubscriberKeepsLatest(t *testing.T) {
-	s := &subscriber{perVMI: map[string]int{}, seen: map[string]bool{}, kick: make(chan struct{}, 1)}
-	ev := func(name string, p v1.VirtualMachineInstancePhase) Event {
-		return Event{Namespace: "ns", Name: name, Status: v1.VirtualMachineInstanceStatus{Phase: p}}
-	}
-	s.offer(ev("a", v1.Scheduled), false)
-	s.offer(ev("b", v1.Scheduled), false)
-	// An initial snapshot after a change of the same VMI is not queued.
-	s.offer(ev("a", v1.Pending), true)
-	for range maxQueuedPerVMI + 5 {
-		s.offer(ev("a", v1.Running), false)
-	}
-	s.offer(ev("a", v1.Succeeded), false)
-	var got []string
-	for {
-		e, ok := s.next()
-		if !ok {
-			break
-		}
-		got = append(got, e.Name+":"+string(e.Status.Phase))
-	}
-	if len(got) != maxQueuedPerVMI+1 {
-		t.Fatalf("%d events queued, want %d (b, then a's bounded queue): %v", len(got), maxQueuedPerVMI+1, got)
-	}
-	if got[0] != "b:Scheduled" {
-		t.Errorf("first event %s, want b:Scheduled (a's oldest dropped)", got[0])
-	}
-	if last := got[len(got)-1]; last != "a:Succeeded" {
-		t.Errorf("last event %s, want the latest a:Succeeded", last)
-	}
-	if s.dropped != 7 {
-		t.Errorf("dropped %d, want 7", s.dropped)
-	}
-	if len(s.perVMI) != 0 {
-		t.Errorf("per-VMI counts left: %v", s.perVMI)
 	}
 }

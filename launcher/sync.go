@@ -5,8 +5,10 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"path/filepath"
 	"time"
 
+	"k8s.io/apimachinery/pkg/types"
 	v1 "kubevirt.io/api/core/v1"
 	"libvirt.org/go/libvirt"
 	"libvirt.org/go/libvirtxml"
@@ -45,8 +47,7 @@ func (l *Launcher) Sync(ctx context.Context, vmi *v1.VirtualMachineInstance) err
 	if l.closed.Load() {
 		return ErrClosed
 	}
-	name := convert.DomainName(vmi)
-	deletes := l.deleteCount(name)
+	deletes := l.deleteCount(convert.DomainName(vmi))
 	began := time.Now()
 	plan, err := l.plan(ctx, vmi)
 	if err != nil {
@@ -54,9 +55,44 @@ func (l *Launcher) Sync(ctx context.Context, vmi *v1.VirtualMachineInstance) err
 	}
 	defer l.releaseImages(plan.Marks.Images)
 	l.log.Debug("planned", "vmi", plan.Marks.Key(), "artifacts", len(plan.Artifacts), "took", time.Since(began))
-	st := l.stateFor(plan.Marks.VMI.Namespace, plan.Marks.VMI.Name, vmi.UID)
+	return l.applyPlan(ctx, plan, vmi.UID, deletes)
+}
+
+// Apply carries out a plan of this launcher (Plan, or hostplan.Make with
+// the launcher's owner and layout), as Sync does after planning: it
+// checks and makes the plan's artifacts, defines the plan's domain — or
+// leaves a definition of the same converted domain alone — and starts it
+// unless it has run before. The images the plan records are held from
+// PruneImages while it applies; one pruned since the plan was made fails
+// the check of its overlay (ErrHostNotReady: plan again). A plan of
+// another owner, or with its state folder elsewhere than Config.Layout's
+// StateDir, is refused. Errors are Sync's.
+func (l *Launcher) Apply(ctx context.Context, plan *Plan) error {
+	if plan == nil || plan.VMI == nil {
+		return errors.New("launcher: Apply of a nil plan")
+	}
+	if l.closed.Load() {
+		return ErrClosed
+	}
+	switch {
+	case plan.Marks.Owner != l.cfg.Owner:
+		return fmt.Errorf("launcher: a plan of owner %q cannot be applied by the launcher of %q", plan.Marks.Owner, l.cfg.Owner)
+	case filepath.Dir(plan.StateFolder) != filepath.Clean(l.cfg.Layout.StateDir):
+		return fmt.Errorf("launcher: the plan's state folder %s is not in this launcher's StateDir %s", plan.StateFolder, l.cfg.Layout.StateDir)
+	}
+	for _, u := range plan.Marks.Images {
+		l.holdImage(u.Digest)
+	}
+	defer l.releaseImages(plan.Marks.Images)
+	return l.applyPlan(ctx, plan, plan.VMI.UID, l.deleteCount(plan.Domain.Name))
+}
+
+// applyPlan applies plan under its VMI's lock, unless a Delete of the VMI
+// began since deletes was read.
+func (l *Launcher) applyPlan(ctx context.Context, plan *Plan, uid types.UID, deletes uint64) error {
+	st := l.stateFor(plan.Marks.VMI.Namespace, plan.Marks.VMI.Name, uid)
 	return l.bounded(ctx, st, func(ctx context.Context) error {
-		if l.deleteCount(name) != deletes {
+		if l.deleteCount(st.name) != deletes {
 			// A Delete called while this Sync waited for the VMI ran first.
 			l.forget(st)
 			return fmt.Errorf("%w: %s", ErrDeleted, st.key())
