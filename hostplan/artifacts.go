@@ -113,7 +113,10 @@ type Artifact struct {
 
 // String describes the artifact without its content.
 func (a Artifact) String() string {
-	s := fmt.Sprintf("%s %s %s %04o", a.Action, a.Kind, a.Path, a.Mode)
+	s := fmt.Sprintf("%s %s %s", a.Action, a.Kind, a.Path)
+	if a.Action != Check {
+		s += fmt.Sprintf(" %04o", a.Mode)
+	}
 	switch {
 	case a.BackingPath != "":
 		s += fmt.Sprintf(" over %s (%s)", a.BackingPath, orProbed(a.BackingFormat))
