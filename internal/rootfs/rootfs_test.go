@@ -53,7 +53,10 @@ func tarOf(t testing.TB, entries ...entry) []byte {
 
 // TestTarNames checks entryName and symlinkTarget on their own.
 func TestTarNames(t *testing.T) {
-	for raw, want := range map[string]string{"./disk/a": "disk/a", "disk//a/": "disk/a", "./": ".", "a/./b": "a/b"} {
+	deepest := strings.Repeat("a/", maxDepth)
+	longest := strings.Repeat("c", maxName)
+	for raw, want := range map[string]string{"./disk/a": "disk/a", "disk//a/": "disk/a", "./": ".", "a/./b": "a/b",
+		deepest: deepest[:len(deepest)-1], "./" + deepest + "./": deepest[:len(deepest)-1], longest: longest} {
 		if got, err := entryName(raw); err != nil || got != want {
 			t.Errorf("entryName(%q) = %q, %v; want %q", raw, got, err, want)
 		}
@@ -61,6 +64,14 @@ func TestTarNames(t *testing.T) {
 	for _, raw := range []string{"", "/a", "..", "a/../b", "a/..", "a\x00b", strings.Repeat("a/", 2049)} {
 		if got, err := entryName(raw); err == nil {
 			t.Errorf("entryName(%q) = %q, want an error", raw, got)
+		}
+	}
+	for raw, why := range map[string]string{
+		deepest + "b":           "name with more than 256 components",
+		"disk/" + longest + "c": "name with a component of 256 bytes, longer than 255",
+	} {
+		if _, err := entryName(raw); err == nil || !strings.HasSuffix(err.Error(), why) {
+			t.Errorf("entryName(%.20q...) = %v, want an error ending %q", raw, err, why)
 		}
 	}
 	for _, c := range []struct{ name, target, want string }{
@@ -71,6 +82,9 @@ func TestTarNames(t *testing.T) {
 		{"l", "/etc/z", "etc/z"},
 		{"l", "/", "."},
 		{"x/l", "/x/../y", "../y"},
+		{"l", deepest, deepest},
+		{"l", strings.Repeat(longest+"/", 15) + longest, strings.Repeat(longest+"/", 15) + longest},                                         // 4095 bytes
+		{"x/l", "/" + strings.Repeat(longest+"/", 15) + longest[:maxName-3], "../" + strings.Repeat(longest+"/", 15) + longest[:maxName-3]}, // 4095 bytes once relative
 	} {
 		if got, err := symlinkTarget(c.name, c.target); err != nil || got != c.want {
 			t.Errorf("symlinkTarget(%q, %q) = %q, %v; want %q", c.name, c.target, got, err, c.want)
@@ -79,6 +93,16 @@ func TestTarNames(t *testing.T) {
 	for _, c := range []struct{ name, target string }{{"l", ".."}, {"x/y/l", "../../../z"}, {"l", "/.."}, {"x/l", "a/../../../b"}, {"l", ""}, {"l", strings.Repeat("a/", 2049)}} {
 		if got, err := symlinkTarget(c.name, c.target); err == nil {
 			t.Errorf("symlinkTarget(%q, %q) = %q, want an error", c.name, c.target, got)
+		}
+	}
+	for _, c := range []struct{ name, target, why string }{
+		{"l", strings.Repeat("a/", 2048), "symbolic link to a target of 4096 bytes, longer than 4095"},
+		{"l", deepest + "b", "symbolic link to a target with more than 256 components"},
+		{"l", "x/" + longest + "c", "symbolic link to a target with a component of 256 bytes, longer than 255"},
+		{"x/l", "/" + strings.Repeat(longest+"/", 15) + longest[:maxName-2], "made relative to the link's folder, is 4096 bytes, longer than 4095"},
+	} {
+		if got, err := symlinkTarget(c.name, c.target); err == nil || !strings.HasSuffix(err.Error(), c.why) {
+			t.Errorf("symlinkTarget(%q, %.20q...) = %.20q..., %v; want an error ending %q", c.name, c.target, got, err, c.why)
 		}
 	}
 }
