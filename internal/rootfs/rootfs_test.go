@@ -141,7 +141,18 @@ func TestExtractWritesThroughRoot(t *testing.T) {
 // FuzzExtract feeds arbitrary bytes, as two layers, to the extractor and
 // checks what it leaves: nothing beside its folder, in it only folders,
 // regular files and links, and when it accepted the layers, only links
-// that resolve inside it (or to nothing); never a panic.
+// that resolve inside it (or to nothing); never a panic. It walks the
+// folder through the os.Root, one component at a time, since a path of
+// the image may be longer than the host's PATH_MAX once under the
+// temporary folder.
+//
+// Run it with -fuzzminimizetime of a few seconds: by default the fuzzer
+// minimizes each new interesting input for a minute without counting
+// those executions (the lines say "execs: N (0/sec)" all along), and two
+// layers of kilobytes, each execution writing and syncing files, never
+// minimize within the minute.
+//
+//	go test ./internal/rootfs -run '^$' -fuzz '^FuzzExtract$' -fuzztime 10m -parallel 1 -fuzzminimizetime 3s
 func FuzzExtract(f *testing.F) {
 	seeds := [][]entry{
 		{file("disk/disk.img", "disk"), dir("etc/"), file("etc/hostname", "h")},
@@ -156,6 +167,7 @@ func FuzzExtract(f *testing.F) {
 		{file("disk/.wh.disk.img", ""), file(".wh..wh..opq", ""), file("a/.wh..wh..opq", "")},
 		{file("big", strings.Repeat("z", 100000))},
 		{file(strings.Repeat("d/", 100000)+"deep", "x")},
+		{dir(deepFolder(maxDepth)), file(deepFolder(maxDepth-1)+"f", "x"), symlink(deepFolder(maxDepth-1)+"l", "/"+deepFolder(maxDepth-1))},
 	}
 	for i, s := range seeds {
 		f.Add(tarOf(f, s...), tarOf(f, seeds[(i+1)%len(seeds)]...))
@@ -177,14 +189,14 @@ func FuzzExtract(f *testing.F) {
 		if entries, err := os.ReadDir(base); err != nil || len(entries) != 1 {
 			t.Fatalf("beside the folder: %v, %v", entries, err)
 		}
-		err = filepath.WalkDir(rootfs, func(p string, d fs.DirEntry, err error) error {
+		err = fs.WalkDir(root.FS(), ".", func(p string, d fs.DirEntry, err error) error {
 			if err != nil {
 				return err
 			}
 			switch mode := d.Type(); {
 			case mode.IsDir(), mode.IsRegular():
 			case mode&fs.ModeSymlink != 0:
-				target, err := filepath.EvalSymlinks(p)
+				target, err := filepath.EvalSymlinks(filepath.Join(rootfs, p))
 				// A refused image is removed whole, links and all; an
 				// accepted one has no link leading out.
 				if accepted && err == nil && target != rootfs && !strings.HasPrefix(target, rootfs+"/") {
