@@ -6,6 +6,7 @@ import (
 	"io"
 	"io/fs"
 	"os"
+	"path"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -142,9 +143,8 @@ func TestExtractWritesThroughRoot(t *testing.T) {
 // checks what it leaves: nothing beside its folder, in it only folders,
 // regular files and links, and when it accepted the layers, only links
 // that resolve inside it (or to nothing); never a panic. It walks the
-// folder through the os.Root, one component at a time, since a path of
-// the image may be longer than the host's PATH_MAX once under the
-// temporary folder.
+// folder with walkRoot, since a path of the image may be longer than the
+// host's PATH_MAX once under the temporary folder, and need not be UTF-8.
 //
 // Run it with -fuzzminimizetime of a few seconds: by default the fuzzer
 // minimizes each new interesting input for a minute without counting
@@ -168,6 +168,7 @@ func FuzzExtract(f *testing.F) {
 		{file("big", strings.Repeat("z", 100000))},
 		{file(strings.Repeat("d/", 100000)+"deep", "x")},
 		{dir(deepFolder(maxDepth)), file(deepFolder(maxDepth-1)+"f", "x"), symlink(deepFolder(maxDepth-1)+"l", "/"+deepFolder(maxDepth-1))},
+		{file("a/\xa0\xa0/f", "not UTF-8"), symlink("a/\xa0\xa0/l", "f")},
 	}
 	for i, s := range seeds {
 		f.Add(tarOf(f, s...), tarOf(f, seeds[(i+1)%len(seeds)]...))
@@ -189,26 +190,55 @@ func FuzzExtract(f *testing.F) {
 		if entries, err := os.ReadDir(base); err != nil || len(entries) != 1 {
 			t.Fatalf("beside the folder: %v, %v", entries, err)
 		}
-		err = fs.WalkDir(root.FS(), ".", func(p string, d fs.DirEntry, err error) error {
-			if err != nil {
-				return err
-			}
-			switch mode := d.Type(); {
+		err = walkRoot(root, ".", func(p string, mode fs.FileMode) {
+			switch {
 			case mode.IsDir(), mode.IsRegular():
 			case mode&fs.ModeSymlink != 0:
 				target, err := filepath.EvalSymlinks(filepath.Join(rootfs, p))
 				// A refused image is removed whole, links and all; an
 				// accepted one has no link leading out.
 				if accepted && err == nil && target != rootfs && !strings.HasPrefix(target, rootfs+"/") {
-					t.Errorf("%s leads to %s", p, target)
+					t.Errorf("%q leads to %q", p, target)
 				}
 			default:
-				t.Errorf("%s is a %v", p, mode)
+				t.Errorf("%q is a %v", p, mode)
 			}
-			return nil
 		})
 		if err != nil {
 			t.Fatal(err)
 		}
 	})
+}
+
+// walkRoot calls fn with the path (from the top of the folder) and type of
+// every entry under dir, the folder r holds open, each folder opened in
+// its parent's: unlike filepath.WalkDir, paths may pass PATH_MAX, and
+// unlike fs.WalkDir over r.FS(), names need not be UTF-8.
+func walkRoot(r *os.Root, dir string, fn func(p string, mode fs.FileMode)) error {
+	f, err := r.Open(".")
+	if err != nil {
+		return err
+	}
+	entries, err := f.ReadDir(-1)
+	f.Close()
+	if err != nil {
+		return err
+	}
+	for _, e := range entries {
+		p := path.Join(dir, e.Name())
+		fn(p, e.Type())
+		if !e.IsDir() {
+			continue
+		}
+		sub, err := r.OpenRoot(e.Name())
+		if err != nil {
+			return err
+		}
+		err = walkRoot(sub, p, fn)
+		sub.Close()
+		if err != nil {
+			return err
+		}
+	}
+	return nil
 }
