@@ -44,9 +44,10 @@ func components(entries []entry) int64 {
 // TestDeepFolders extracts folders as deep as maxDepth allows, one chain
 // and 100 folders beside its deepest one, and bounds the lookups: making
 // a folder costs the components of its entry's name, and setting its mode
-// and syncing it three more, however deep it is. (Walking each folder
-// down from the top, as Finish did, cost 2·Σ depth: over 2,000,000 here;
-// a single chain 2,047 deep, a 6.6 kB layer, took 20 s.)
+// and syncing it three more, however deep it is. (Before, each folder was
+// walked down from the top, and the chain's folders again for each folder
+// made beside them: 6,697,216 lookups here, 25 s; a single chain 2,047
+// deep, a 6.6 kB layer, took 4,196,351 lookups, 20 s.)
 func TestDeepFolders(t *testing.T) {
 	entries := []entry{dir(deepFolder(maxDepth))}
 	for i := range 100 {
