@@ -56,9 +56,9 @@ func (c *converter) start(vmi *v1.VirtualMachineInstance, opts Options) {
 
 // Convert turns a VMI into a libvirt domain. The VMI should have been
 // defaulted (api.Default) and validated (api.Validate) first; Convert
-// refuses anything it cannot honour with an *Error that lists every such
-// field, each a *field.Error naming its path. A nil VMI or Layout is a
-// plain error. It does not modify vmi.
+// refuses anything it cannot honour with an *api.InvalidError (stage
+// api.StageConvert) that lists every such field, each a *field.Error naming
+// its path. A nil VMI or Layout is a plain error. It does not modify vmi.
 func Convert(vmi *v1.VirtualMachineInstance, opts Options) (*libvirtxml.Domain, error) {
 	if vmi == nil {
 		return nil, fmt.Errorf("convert: nil VirtualMachineInstance")
@@ -109,7 +109,7 @@ func Convert(vmi *v1.VirtualMachineInstance, opts Options) (*libvirtxml.Domain, 
 		return nil, c.fatal
 	}
 	if len(c.errs) > 0 {
-		return nil, &Error{Errs: c.errs}
+		return nil, invalid(c.errs)
 	}
 	return d, nil
 }

@@ -11,8 +11,8 @@
 // memory.go, os.go, features.go, clock.go, disks.go, interfaces.go, ...).
 // A VMI field that the converter does not honour is refused with a
 // *field.Error naming its path; nothing is dropped silently. Convert
-// reports every such field, not only the first, as an *Error (a
-// field.ErrorList in the order of the areas; errors.As finds each
+// reports every such field, not only the first, as an *api.InvalidError
+// (its Errors in the order of the areas; errors.As finds each
 // *field.Error).
 //
 // # Cost
