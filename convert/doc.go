@@ -31,7 +31,8 @@
 // layout, each with a *field.Error naming the field; nothing is dropped
 // silently. It reports every such field, not only the first, as an
 // *api.InvalidError (its Errors in the order of the areas; errors.As finds
-// each *field.Error):
+// each *field.Error). TestCatalogueWithoutValidation (internal/pipeline)
+// holds this table to what Convert refuses:
 //
 //	field                                            why it depends on the host
 //	spec.livenessProbe, spec.readinessProbe          KubeVirt's virt-handler runs probes; a plain host has none

@@ -1,5 +1,6 @@
 // Package pipeline holds the project's test fixtures of the pure pipeline:
-// the invalid-VMI catalogue (testdata/invalid) and the pipeline's fuzz
+// the invalid-VMI catalogue (testdata/invalid), run through the pipeline
+// and through the converter without validation, and the pipeline's fuzz
 // target. Prepare and Run are the public package
 // github.com/vmi2libvirt/vmi2libvirt/pipeline with the arguments the golden
 // tests, the benchmarks and kvbench pass; they add nothing to it. Only tests
