@@ -4,6 +4,14 @@
 // and Validate applies KubeVirt's admission rules that make sense without a
 // cluster. The types are kubevirt.io/api/core/v1's own.
 //
+// Validate is the one source of the rules of a VMI alone: KubeVirt's, and
+// this library's own where KubeVirt passes on what libvirt or QEMU then
+// refuse, or drops a field without a word (each rule family's doc says
+// which). The words a field may take are read from one table per
+// vocabulary (internal/vocab), the one the converter maps them with; the
+// converter checks none of these rules again and refuses only what depends
+// on the host.
+//
 // The three run in this order, as in KubeVirt's API server:
 //
 //	vmi, err := api.Decode(data)          // *InvalidError: document or field errors
