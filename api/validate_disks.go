@@ -19,9 +19,6 @@ const (
 	minBlockSize   = 512
 	maxBlockSize   = 2 << 20
 	busIDE         = "ide"
-	diskKindDisk   = "disk"
-	diskKindLUN    = "lun"
-	diskKindCDRom  = "cdrom"
 	bootOrderFirst = 1
 )
 
@@ -31,19 +28,6 @@ var (
 	// diskBuses are the words of vocab.DiskBuses, for errors.
 	diskBuses = vocab.DiskBuses.Words()
 )
-
-// diskKind returns which of disk, lun and cdrom a disk is, with its bus.
-func diskKind(d *v1.Disk) (string, v1.DiskBus) {
-	switch {
-	case d.Disk != nil:
-		return diskKindDisk, d.Disk.Bus
-	case d.LUN != nil:
-		return diskKindLUN, d.LUN.Bus
-	case d.CDRom != nil:
-		return diskKindCDRom, d.CDRom.Bus
-	}
-	return "", ""
-}
 
 // validateDisks applies KubeVirt's disk rules: unique names that are
 // DNS-1123 labels, one kind (disk, lun or cdrom), a known bus that suits the
@@ -84,7 +68,7 @@ func validateDisks(vmi *v1.VirtualMachineInstance) field.ErrorList {
 		if kinds > 1 {
 			errs = append(errs, field.Invalid(p, d.Name, "a disk can only be one of disk, lun and cdrom"))
 		}
-		kind, bus := diskKind(d)
+		kind, bus, _ := vocab.DiskDevice(d)
 		errs = append(errs, validateDiskBus(d, p, kind, bus)...)
 		if d.Disk != nil && d.Disk.PciAddress != "" {
 			pp := p.Child("disk", "pciAddress")
@@ -106,7 +90,7 @@ func validateDisks(vmi *v1.VirtualMachineInstance) field.ErrorList {
 				errs = append(errs, field.TooLong(p.Child("serial"), "", maxSerialLen))
 			}
 		}
-		if d.Serial != "" && kind != diskKindDisk && kind != "" {
+		if d.Serial != "" && kind != vocab.DiskKindDisk && kind != "" {
 			errs = append(errs, field.Invalid(p.Child("serial"), d.Serial, "KubeVirt gives a serial to disks only, not to LUNs or CD-ROMs"))
 		}
 		if d.Cache != "" && !vocab.CacheModes.Has(string(d.Cache)) {
@@ -123,7 +107,7 @@ func validateDisks(vmi *v1.VirtualMachineInstance) field.ErrorList {
 		}
 		if isTrue(d.Shareable) {
 			switch {
-			case kind != diskKindDisk && kind != "":
+			case kind != vocab.DiskKindDisk && kind != "":
 				errs = append(errs, field.Invalid(p.Child("shareable"), true, "KubeVirt shares disks only, not LUNs or CD-ROMs"))
 			case d.Cache != "" && d.Cache != v1.CacheNone:
 				errs = append(errs, field.Invalid(p.Child("cache"), d.Cache, "a shareable disk needs cache none"))
@@ -145,9 +129,9 @@ func validateDiskBus(d *v1.Disk, p *field.Path, kind string, bus v1.DiskBus) fie
 			errs = append(errs, field.NotSupported(bp, bus, diskBuses))
 		case !diskBuses.Has(string(bus)):
 			errs = append(errs, field.NotSupported(bp, bus, diskBuses))
-		case kind == diskKindLUN && !vocab.LUNBuses.Has(string(bus)):
+		case kind == vocab.DiskKindLUN && !vocab.LUNBuses.Has(string(bus)):
 			errs = append(errs, field.NotSupported(bp, bus, vocab.LUNBuses))
-		case bus == v1.DiskBusVirtio && kind == diskKindCDRom:
+		case bus == v1.DiskBusVirtio && kind == vocab.DiskKindCDROM:
 			errs = append(errs, field.Invalid(bp, bus, "a CD-ROM cannot be on the virtio bus"))
 		case bus == v1.DiskBusSATA && d.Disk != nil && d.Disk.ReadOnly:
 			errs = append(errs, field.Invalid(bp, bus, "SATA hard disks cannot be read-only"))
@@ -221,7 +205,7 @@ func validateDiskVolume(d *v1.Disk, p *field.Path, kind string, volumes map[stri
 			errs = append(errs, field.Invalid(p.Child("disk", "bus"), d.Disk.Bus, "a downwardMetrics volume must be on the virtio bus"))
 		}
 	}
-	if c := vol.PersistentVolumeClaim; c != nil && c.ReadOnly && kind != "" && !diskReadOnly(d) {
+	if _, _, readOnly := vocab.DiskDevice(d); vol.PersistentVolumeClaim != nil && vol.PersistentVolumeClaim.ReadOnly && kind != "" && !readOnly {
 		index := 0
 		for i := range all {
 			if &all[i] == vol {
@@ -232,20 +216,6 @@ func validateDiskVolume(d *v1.Disk, p *field.Path, kind string, volumes map[stri
 			fmt.Sprintf("a read-only claim needs a read-only disk (%s)", p.Child(kind, "readonly"))))
 	}
 	return errs
-}
-
-// diskReadOnly tells whether the guest sees a disk read-only: a disk or
-// LUN that says so, a CD-ROM unless it says otherwise.
-func diskReadOnly(d *v1.Disk) bool {
-	switch {
-	case d.Disk != nil:
-		return d.Disk.ReadOnly
-	case d.LUN != nil:
-		return d.LUN.ReadOnly
-	case d.CDRom != nil:
-		return d.CDRom.ReadOnly == nil || *d.CDRom.ReadOnly
-	}
-	return false
 }
 
 // validateBootOrder checks, as KubeVirt does, that no two devices (disks,

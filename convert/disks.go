@@ -7,6 +7,8 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	v1 "kubevirt.io/api/core/v1"
 	"libvirt.org/go/libvirtxml"
+
+	"github.com/vmi2libvirt/vmi2libvirt/internal/vocab"
 )
 
 // disks writes one <disk> per spec.domain.devices.disks entry, in spec
@@ -104,20 +106,18 @@ type diskDevice struct {
 	tray     v1.TrayState
 }
 
-// deviceOf reads the device kind of a disk: the first of disk, lun and
-// cdrom that is set (api.Validate allows only one; api.Default sets disk
-// when none is).
+// deviceOf reads the device of a disk (vocab.DiskDevice: api.Validate
+// allows one kind; api.Default sets disk when none is).
 func deviceOf(disk *v1.Disk) diskDevice {
+	kind, bus, readOnly := vocab.DiskDevice(disk)
+	dev := diskDevice{device: kind, bus: bus, readOnly: readOnly}
 	switch {
-	case disk.Disk != nil:
-		return diskDevice{device: "disk", bus: disk.Disk.Bus, readOnly: disk.Disk.ReadOnly}
-	case disk.LUN != nil:
-		return diskDevice{device: "lun", bus: disk.LUN.Bus, readOnly: disk.LUN.ReadOnly}
+	case kind == "":
+		dev.device = vocab.DiskKindDisk
 	case disk.CDRom != nil:
-		t := disk.CDRom
-		return diskDevice{device: "cdrom", bus: t.Bus, readOnly: t.ReadOnly == nil || *t.ReadOnly, tray: t.Tray}
+		dev.tray = disk.CDRom.Tray
 	}
-	return diskDevice{device: "disk"}
+	return dev
 }
 
 // disk converts spec.domain.devices.disks[i].
@@ -143,7 +143,7 @@ func (c *converter) disk(b *diskBuilder, i int) (libvirtxml.DomainDisk, error) {
 	// SCSI disks and LUNs sit at the unit their name gives on controller 0,
 	// as KubeVirt places them; a SCSI CD-ROM gets no address and libvirt
 	// assigns one, as with KubeVirt.
-	if dev.bus == v1.DiskBusSCSI && dev.device != "cdrom" {
+	if dev.bus == v1.DiskBusSCSI && dev.device != vocab.DiskKindCDROM {
 		a := new(driveAddressParts)
 		a.unit = parts.unit
 		a.drive = libvirtxml.DomainAddressDrive{Controller: &a.controller, Bus: &a.bus, Unit: &a.unit}
@@ -153,7 +153,7 @@ func (c *converter) disk(b *diskBuilder, i int) (libvirtxml.DomainDisk, error) {
 	if spec.Disk != nil && spec.Disk.PciAddress != "" && dev.bus == v1.DiskBusVirtio {
 		out.Address = guestPCIAddress(spec.Disk.PciAddress)
 	}
-	if dev.device == "disk" && dev.bus == v1.DiskBusVirtio {
+	if dev.device == vocab.DiskKindDisk && dev.bus == v1.DiskBusVirtio {
 		out.Model = c.facts.virtioModel
 	}
 	if dev.readOnly {
@@ -168,7 +168,7 @@ func (c *converter) disk(b *diskBuilder, i int) (libvirtxml.DomainDisk, error) {
 	}
 	driver := &parts.driver
 	*driver = libvirtxml.DomainDiskDriver{Name: "qemu", Cache: cache, IO: string(spec.IO)}
-	if dev.device != "cdrom" {
+	if dev.device != vocab.DiskKindCDROM {
 		driver.Discard = "unmap"
 	}
 	if switchedOn(c.spec.Domain.Devices.BlockMultiQueue) && dev.bus == v1.DiskBusVirtio {
@@ -237,7 +237,7 @@ type reservationLayout interface {
 func (c *converter) diskSource(out *libvirtxml.DomainDisk, parts *diskParts, spec *v1.Disk, dev diskDevice, p itemPath) error {
 	index, ok := c.volumeIndex(spec.Name)
 	if !ok {
-		if dev.device == "cdrom" {
+		if dev.device == vocab.DiskKindCDROM {
 			parts.source.Block = &libvirtxml.DomainDiskSourceBlock{}
 			out.Source = &parts.source
 			out.Driver.Type = "raw"
@@ -276,7 +276,7 @@ func (c *converter) diskSource(out *libvirtxml.DomainDisk, parts *diskParts, spe
 		b.store = libvirtxml.DomainDiskBackingStore{Format: &b.format, Source: &b.source}
 		out.BackingStore = &b.store
 	}
-	if dev.device == "cdrom" && discardOnCDROM(kind) {
+	if dev.device == vocab.DiskKindCDROM && discardOnCDROM(kind) {
 		out.Driver.Discard = "unmap"
 	}
 
@@ -287,7 +287,7 @@ func (c *converter) diskSource(out *libvirtxml.DomainDisk, parts *diskParts, spe
 		*out.Driver = libvirtxml.DomainDiskDriver{Name: "qemu", Type: "raw"}
 	}
 
-	if dev.device == "lun" {
+	if dev.device == vocab.DiskKindLUN {
 		// The layout decides whether the volume is a block device.
 		if src.Type != "block" {
 			return field.Invalid(p.Child("lun"), spec.Name,

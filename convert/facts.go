@@ -4,6 +4,8 @@ import (
 	k8sv1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	v1 "kubevirt.io/api/core/v1"
+
+	"github.com/vmi2libvirt/vmi2libvirt/internal/vocab"
 )
 
 // facts are what several areas of the domain need to know of a VMI and the
@@ -262,13 +264,6 @@ func inputBus(in *v1.Input) v1.InputBus {
 
 // diskBus returns the bus of whichever device kind the disk has.
 func diskBus(disk *v1.Disk) v1.DiskBus {
-	switch {
-	case disk.Disk != nil:
-		return disk.Disk.Bus
-	case disk.LUN != nil:
-		return disk.LUN.Bus
-	case disk.CDRom != nil:
-		return disk.CDRom.Bus
-	}
-	return ""
+	_, bus, _ := vocab.DiskDevice(disk)
+	return bus
 }

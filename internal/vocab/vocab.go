@@ -44,6 +44,30 @@ func (m Mapping) Lookup(word string) (domain string, ok bool) {
 	return "", false
 }
 
+// The device kinds of a disk, as the VMI's fields (disks[].disk, lun,
+// cdrom) and libvirt's <disk device="…"> both name them.
+const (
+	DiskKindDisk  = "disk"
+	DiskKindLUN   = "lun"
+	DiskKindCDROM = "cdrom"
+)
+
+// DiskDevice reads a disk's device: its kind, the first of disk, lun and
+// cdrom that is set ("" when none is: api.Default sets disk then), its bus,
+// and whether the guest sees it read-only (a disk or LUN that says so, a
+// CD-ROM unless it says otherwise).
+func DiskDevice(d *v1.Disk) (kind string, bus v1.DiskBus, readOnly bool) {
+	switch {
+	case d.Disk != nil:
+		return DiskKindDisk, d.Disk.Bus, d.Disk.ReadOnly
+	case d.LUN != nil:
+		return DiskKindLUN, d.LUN.Bus, d.LUN.ReadOnly
+	case d.CDRom != nil:
+		return DiskKindCDROM, d.CDRom.Bus, d.CDRom.ReadOnly == nil || *d.CDRom.ReadOnly
+	}
+	return "", "", false
+}
+
 // Disks and volumes.
 var (
 	// DiskBuses maps each disk bus (disks[].disk.bus, lun.bus, cdrom.bus)

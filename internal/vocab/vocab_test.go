@@ -1,6 +1,10 @@
 package vocab
 
-import "testing"
+import (
+	"testing"
+
+	v1 "kubevirt.io/api/core/v1"
+)
 
 // TestNoDuplicateWords: a word is in a vocabulary once, so that an error's
 // list of supported values names each once.
@@ -42,5 +46,29 @@ func TestMapping(t *testing.T) {
 	}
 	if !VideoTypes.Has("bochs") || VideoTypes.Has("qxl") {
 		t.Error("bochs is a video type of KubeVirt's on amd64, qxl is not")
+	}
+}
+
+// TestDiskDevice: the first kind set wins, and a CD-ROM is read-only unless
+// it says otherwise.
+func TestDiskDevice(t *testing.T) {
+	no := false
+	for _, tc := range []struct {
+		disk     v1.Disk
+		kind     string
+		bus      v1.DiskBus
+		readOnly bool
+	}{
+		{v1.Disk{DiskDevice: v1.DiskDevice{Disk: &v1.DiskTarget{Bus: v1.DiskBusVirtio, ReadOnly: true}}}, DiskKindDisk, v1.DiskBusVirtio, true},
+		{v1.Disk{DiskDevice: v1.DiskDevice{LUN: &v1.LunTarget{Bus: v1.DiskBusSCSI}}}, DiskKindLUN, v1.DiskBusSCSI, false},
+		{v1.Disk{DiskDevice: v1.DiskDevice{CDRom: &v1.CDRomTarget{Bus: v1.DiskBusSATA}}}, DiskKindCDROM, v1.DiskBusSATA, true},
+		{v1.Disk{DiskDevice: v1.DiskDevice{CDRom: &v1.CDRomTarget{Bus: v1.DiskBusSATA, ReadOnly: &no}}}, DiskKindCDROM, v1.DiskBusSATA, false},
+		{v1.Disk{DiskDevice: v1.DiskDevice{Disk: &v1.DiskTarget{Bus: v1.DiskBusSATA}, CDRom: &v1.CDRomTarget{}}}, DiskKindDisk, v1.DiskBusSATA, false},
+		{v1.Disk{}, "", "", false},
+	} {
+		kind, bus, readOnly := DiskDevice(&tc.disk)
+		if kind != tc.kind || bus != tc.bus || readOnly != tc.readOnly {
+			t.Errorf("%+v: got %q %q %t, want %q %q %t", tc.disk.DiskDevice, kind, bus, readOnly, tc.kind, tc.bus, tc.readOnly)
+		}
 	}
 }
