@@ -28,7 +28,7 @@ type facts struct {
 	memfd bool
 	// ioThreads is how the disks share QEMU IO threads: the iothreads area
 	// writes <iothreads> and pins them, the disks area gives each virtio
-	// disk its thread, the controllers area the SCSI controller's.
+	// disk its thread, the controllers area picks the SCSI controller's.
 	ioThreads ioThreadPlan
 	// pins are the host CPUs of a VMI with dedicated CPUs: the cpu area
 	// pins the vCPUs and the emulator thread, the iothreads area the IO
@@ -111,8 +111,9 @@ func guestMemory(dom *v1.DomainSpec) (q resource.Quantity, ok bool) {
 // ioThreadPlan is how a VMI's disks share QEMU IO threads, as KubeVirt plans
 // them: IO threads 1…shared are shared round-robin by the virtio disks
 // without a dedicated thread, and each disk with dedicatedIOThread gets one
-// of the following ids. It is the one reading of spec.domain.ioThreadsPolicy
-// (the iothreads area writes what it plans).
+// of the following ids. The plan and the iothreads area, which writes it
+// and refuses what libvirt cannot do, are the two readings of
+// spec.domain.ioThreadsPolicy.
 //
 // KubeVirt's supplementalPool policy maps every queue of every virtio disk
 // to a pool of threads (<driver><iothreads><iothread id=…>), which needs
@@ -183,8 +184,7 @@ func hasDedicatedIOThread(disk *v1.Disk) bool {
 }
 
 // ioThreadAssigner hands out the IO threads of a plan to the virtio disks,
-// in spec order (the disks area), and finds the SCSI controller's (the
-// controllers area).
+// in spec order (the disks area).
 type ioThreadAssigner struct {
 	plan      ioThreadPlan
 	nextAuto  uint
