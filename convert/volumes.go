@@ -79,8 +79,8 @@ func volumePath(index int) *field.Path {
 // is not a file name, one without exactly one source, a source that is no
 // disk's (memoryDump, containerPath), an ephemeral volume without its claim.
 // (api.Validate holds the rest of a volume to KubeVirt's rules; each layout
-// keeps the paths it makes inside its folders whatever the names and paths
-// it is given.)
+// keeps the path it makes of a volume inside its folders whatever images
+// and paths the volume names.)
 func checkVolume(vmi *v1.VirtualMachineInstance, index int) (*v1.Volume, volumeKind, error) {
 	if index < 0 || index >= len(vmi.Spec.Volumes) {
 		return nil, "", fmt.Errorf("convert: the VMI has no spec.volumes[%d]", index)
