@@ -24,7 +24,6 @@ import (
 	"errors"
 	"fmt"
 
-	"k8s.io/apimachinery/pkg/util/validation/field"
 	v1 "kubevirt.io/api/core/v1"
 	"libvirt.org/go/libvirtxml"
 
@@ -65,11 +64,11 @@ type Result struct {
 // *InvalidError; a Config without a layout, or a domain libvirtxml cannot
 // marshal, is another error.
 func FromDocument(data []byte, cfg Config) (Result, error) {
-	vmi, kind, err := api.DecodeDocument(data)
+	doc, err := api.DecodeDocument(data)
 	if err != nil {
-		return Result{Kind: kind}, newInvalidError(kind, "decode", err)
+		return Result{Kind: doc.Kind}, err
 	}
-	return run(vmi, kind, cfg)
+	return run(doc, cfg)
 }
 
 // FromVMI defaults (a copy of) vmi, validates and converts it, and marshals
@@ -78,27 +77,29 @@ func FromVMI(vmi *v1.VirtualMachineInstance, cfg Config) (Result, error) {
 	if vmi == nil {
 		return Result{}, errors.New("pipeline: nil VirtualMachineInstance")
 	}
-	return run(vmi.DeepCopy(), api.KindVMI, cfg)
+	return run(api.Document{Kind: api.KindVMI, VMI: vmi.DeepCopy()}, cfg)
 }
 
-// run defaults, validates, converts and marshals vmi, which it owns.
-func run(vmi *v1.VirtualMachineInstance, kind string, cfg Config) (Result, error) {
-	r := Result{Kind: kind, VMI: vmi}
+// run defaults, validates, converts and marshals the document's VMI, which
+// it owns.
+func run(doc api.Document, cfg Config) (Result, error) {
+	vmi := doc.VMI
+	r := Result{Kind: doc.Kind, VMI: vmi}
 	api.Default(vmi, cfg.Cluster)
 	validate := api.Validate
 	if cfg.Create {
 		validate = api.ValidateCreate
 	}
 	if errs := validate(vmi); len(errs) > 0 {
-		errs = api.InDocument(kind, errs)
-		return r, newInvalidError(kind, "validate", errs.ToAggregate())
+		return r, doc.Invalid(api.StageValidate, errs)
 	}
 	d, err := convert.Convert(vmi, cfg.Options)
 	if err != nil {
-		if fieldErrors(err) == nil {
+		var invalid *InvalidError
+		if !errors.As(err, &invalid) {
 			return r, fmt.Errorf("pipeline: convert: %w", err) // not the input's fault
 		}
-		return r, newInvalidError(kind, "convert", err)
+		return r, doc.Invalid(api.StageConvert, invalid.Errors)
 	}
 	r.Domain = d
 	xml, err := domain.Marshal(d)
@@ -107,30 +108,4 @@ func run(vmi *v1.VirtualMachineInstance, kind string, cfg Config) (Result, error
 	}
 	r.XML = xml
 	return r, nil
-}
-
-// fieldErrors returns the field errors err carries: itself, the errors it
-// unwraps to, or an aggregate's.
-func fieldErrors(err error) field.ErrorList {
-	var out field.ErrorList
-	var walk func(error)
-	walk = func(err error) {
-		switch e := err.(type) {
-		case nil:
-		case *field.Error:
-			out = append(out, e)
-		case interface{ Errors() []error }: // utilerrors.Aggregate
-			for _, x := range e.Errors() {
-				walk(x)
-			}
-		case interface{ Unwrap() []error }:
-			for _, x := range e.Unwrap() {
-				walk(x)
-			}
-		case interface{ Unwrap() error }:
-			walk(e.Unwrap())
-		}
-	}
-	walk(err)
-	return out
 }
