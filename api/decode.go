@@ -46,9 +46,10 @@ const (
 // which KubeVirt still serves with the same schema, is accepted and rewritten
 // to kubevirt.io/v1) and kind VirtualMachineInstance or VirtualMachine. Empty
 // input, several documents, non-object documents and documents larger than
-// MaxDocumentSize are refused. Every error is a *DecodeError; it lists
-// every unknown or repeated field and every value of the wrong type of the
-// document, and errors.As finds each as a *field.Error.
+// MaxDocumentSize are refused. Every error is an *InvalidError of stage
+// StageDecode; it lists every unknown or repeated field and every value of
+// the wrong type of the document, and errors.As finds each as a
+// *field.Error.
 //
 // Unlike the Kubernetes API server, Decode refuses a quantity of more than
 // 100 characters or with an exponent beyond ±1000 ("1e-2000000000"):

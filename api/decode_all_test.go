@@ -36,20 +36,20 @@ func TestDecodeReportsEveryProblem(t *testing.T) {
 		"spec.domain.devices.disks[1].bootOrder: cannot decode string as a non-negative integer (uint)",
 		"spec.hostname: cannot decode object as a string",
 	}
-	var de *DecodeError
-	if !errors.As(err, &de) {
-		t.Fatalf("want a *DecodeError, got %T %v", err, err)
+	var de *InvalidError
+	if !errors.As(err, &de) || de.Stage != StageDecode {
+		t.Fatalf("want an *InvalidError, got %T %v", err, err)
 	}
-	if len(de.Errs) != len(want) {
-		t.Fatalf("got %d errors, want %d: %v", len(de.Errs), len(want), err)
+	if len(de.Errors) != len(want) {
+		t.Fatalf("got %d errors, want %d: %v", len(de.Errors), len(want), err)
 	}
-	for i, fe := range de.Errs {
-		if got := decodeErrorLine(fe); got != want[i] {
+	for i, fe := range de.Errors {
+		if got := decodeLine(fe); got != want[i] {
 			t.Errorf("error %d: got %q, want %q", i, got, want[i])
 		}
 	}
 	var fe *field.Error
-	if !errors.As(err, &fe) || fe != de.Errs[0] {
+	if !errors.As(err, &fe) || fe != de.Errors[0] {
 		t.Errorf("errors.As(*field.Error) = %v, want the first field error", fe)
 	}
 	if n := len(de.Unwrap()); n != len(want) {

@@ -63,9 +63,9 @@ func TestDecodeErrors(t *testing.T) {
 			if err == nil {
 				t.Fatalf("decoded %v, want error %q", vmi, c.want)
 			}
-			var de *DecodeError
-			if !errors.As(err, &de) {
-				t.Fatalf("error %T is not a *DecodeError", err)
+			var de *InvalidError
+			if !errors.As(err, &de) || de.Stage != StageDecode {
+				t.Fatalf("error %T is not an *InvalidError", err)
 			}
 			if err.Error() != c.want {
 				t.Errorf("error\n got: %s\nwant: %s", err, c.want)
@@ -78,11 +78,11 @@ func TestDecodeErrors(t *testing.T) {
 // of the right type on the right path.
 func TestDecodeFieldErrors(t *testing.T) {
 	_, err := Decode([]byte(vmiHeader + "spec:\n  domain:\n    devices:\n      disks:\n      - name: a\n        dsk: {}\n"))
-	var de *DecodeError
-	if !errors.As(err, &de) || len(de.Errs) != 1 {
+	var de *InvalidError
+	if !errors.As(err, &de) || de.Stage != StageDecode || len(de.Errors) != 1 {
 		t.Fatalf("got %v, want one field error", err)
 	}
-	if e := de.Errs[0]; e.Type != field.ErrorTypeForbidden || e.Field != "spec.domain.devices.disks[0].dsk" {
+	if e := de.Errors[0]; e.Type != field.ErrorTypeForbidden || e.Field != "spec.domain.devices.disks[0].dsk" {
 		t.Errorf("got %s %s, want Forbidden spec.domain.devices.disks[0].dsk", e.Type, e.Field)
 	}
 }

@@ -1,6 +1,7 @@
 package api_test
 
 import (
+	"errors"
 	"fmt"
 
 	"github.com/vmi2libvirt/vmi2libvirt/api"
@@ -111,4 +112,38 @@ spec:
 	// Output:
 	// spec.domain.devices.disks[0].cdrom.bus: Invalid value: "virtio": a CD-ROM cannot be on the virtio bus
 	// spec.domain.devices.interfaces[0].macAddress: Invalid value: "02:00:00:00:00": not a MAC address such as 02:00:00:12:34:56
+}
+
+func ExampleDecodeDocument() {
+	doc, err := api.DecodeDocument([]byte(`
+apiVersion: kubevirt.io/v1
+kind: VirtualMachine
+metadata: {name: web}
+spec:
+  runStrategy: Always
+  template:
+    spec:
+      domain:
+        devices:
+          disks:
+          - name: root
+            disk: {bus: ide}
+        memory: {guest: 1Gi}
+      volumes:
+      - name: root
+        containerDisk: {image: quay.io/containerdisks/debian:12}
+`))
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	api.Default(doc.VMI, api.ClusterConfig{})
+	// Validate names the VMI's fields; the document shows them where the
+	// user wrote them, in the VirtualMachine's template.
+	err = doc.Invalid(api.StageValidate, api.Validate(doc.VMI))
+	fmt.Println(doc.Kind, errors.Is(err, api.ErrInvalid))
+	fmt.Println(err)
+	// Output:
+	// VirtualMachine true
+	// spec.template.spec.domain.devices.disks[0].disk.bus: Unsupported value: "ide": supported values: "virtio", "scsi", "sata", "usb"
 }

@@ -13,7 +13,7 @@ import (
 )
 
 // FuzzDecode checks that Decode never panics, that what it refuses is a
-// *DecodeError, and that what it accepts survives a round trip: marshal
+// decode-stage *InvalidError, and that what it accepts survives a round trip: marshal
 // to JSON, decode again, same VMI. Default and Validate must not panic on
 // anything Decode accepts either. (Run it with -fuzzminimizetime of a few
 // seconds: minimizing large YAML inputs otherwise stalls for a minute.)
@@ -31,9 +31,9 @@ func FuzzDecode(f *testing.F) {
 	f.Fuzz(func(t *testing.T, data []byte) {
 		vmi, err := Decode(data)
 		if err != nil {
-			var de *DecodeError
-			if !errors.As(err, &de) {
-				t.Fatalf("error %T is not a *DecodeError: %v", err, err)
+			var de *InvalidError
+			if !errors.As(err, &de) || de.Stage != StageDecode {
+				t.Fatalf("error %T is not an *InvalidError: %v", err, err)
 			}
 			if err.Error() == "" {
 				t.Fatal("empty error message")

@@ -5,15 +5,8 @@ import (
 
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	v1 "kubevirt.io/api/core/v1"
-)
 
-var (
-	inputBuses       = []string{string(v1.InputBusUSB), string(v1.InputBusVirtio)}
-	inputTypes       = []string{string(v1.InputTypeTablet)}
-	videoTypes       = []string{"vga", "cirrus", "virtio", "ramfb", "bochs"}
-	soundModels      = []string{"ich9", "ac97"}
-	panicModels      = []string{string(v1.Hyperv), string(v1.Isa), string(v1.Pvpanic)}
-	ioThreadPolicies = []string{string(v1.IOThreadsPolicyShared), string(v1.IOThreadsPolicyAuto), string(v1.IOThreadsPolicySupplementalPool)}
+	"github.com/vmi2libvirt/vmi2libvirt/internal/vocab"
 )
 
 // validateDevices applies KubeVirt's rules for other devices on amd64:
@@ -24,7 +17,9 @@ var (
 // count). Names of inputs, the watchdog, filesystems, GPUs and host
 // devices must be set, as KubeVirt's schema requires; those that become
 // libvirt aliases (ua-<name>: inputs, the watchdog, the sound device, GPUs,
-// host devices) must be libvirt alias names, this library's own rule.
+// host devices) must be libvirt alias names, this library's own rule. So
+// are a known watchdog action and ioThreads only with the supplementalPool
+// policy (KubeVirt's converter ignores it otherwise).
 func validateDevices(vmi *v1.VirtualMachineInstance) field.ErrorList {
 	var errs field.ErrorList
 	d := &vmi.Spec.Domain
@@ -32,11 +27,11 @@ func validateDevices(vmi *v1.VirtualMachineInstance) field.ErrorList {
 	for i, in := range devs.Inputs {
 		p := devicesPath.Child("inputs").Index(i)
 		errs = append(errs, deviceName(p.Child("name"), in.Name, "an input device needs a name")...)
-		if in.Bus != "" && !containsString(inputBuses, string(in.Bus)) {
-			errs = append(errs, field.NotSupported(p.Child("bus"), in.Bus, inputBuses))
+		if in.Bus != "" && !vocab.InputBuses.Has(string(in.Bus)) {
+			errs = append(errs, field.NotSupported(p.Child("bus"), in.Bus, vocab.InputBuses))
 		}
-		if !containsString(inputTypes, string(in.Type)) {
-			errs = append(errs, field.NotSupported(p.Child("type"), in.Type, inputTypes))
+		if !vocab.InputTypes.Has(string(in.Type)) {
+			errs = append(errs, field.NotSupported(p.Child("type"), in.Type, vocab.InputTypes))
 		}
 	}
 	if w := devs.Watchdog; w != nil {
@@ -45,11 +40,13 @@ func validateDevices(vmi *v1.VirtualMachineInstance) field.ErrorList {
 			errs = append(errs, field.NotSupported(devicesPath.Child("watchdog", "diag288"), "diag288", []string{"i6300esb"}))
 		} else if w.I6300ESB == nil {
 			errs = append(errs, field.Required(devicesPath.Child("watchdog", "i6300esb"), "amd64 only has the i6300esb watchdog"))
+		} else if a := string(w.I6300ESB.Action); a != "" && !vocab.WatchdogActions.Has(a) {
+			errs = append(errs, field.NotSupported(devicesPath.Child("watchdog", "i6300esb", "action"), a, vocab.WatchdogActions))
 		}
 	}
 	if v := devs.Video; v != nil {
-		if !containsString(videoTypes, v.Type) {
-			errs = append(errs, field.NotSupported(devicesPath.Child("video", "type"), v.Type, videoTypes))
+		if !vocab.VideoTypes.Has(v.Type) {
+			errs = append(errs, field.NotSupported(devicesPath.Child("video", "type"), v.Type, vocab.VideoTypes))
 		}
 		if isFalse(devs.AutoattachGraphicsDevice) {
 			errs = append(errs, field.Invalid(devicesPath.Child("video"), v.Type,
@@ -57,14 +54,14 @@ func validateDevices(vmi *v1.VirtualMachineInstance) field.ErrorList {
 		}
 	}
 	if s := devs.Sound; s != nil {
-		if s.Model != "" && !containsString(soundModels, s.Model) {
-			errs = append(errs, field.NotSupported(devicesPath.Child("sound", "model"), s.Model, soundModels))
+		if s.Model != "" && !vocab.SoundModels.Has(s.Model) {
+			errs = append(errs, field.NotSupported(devicesPath.Child("sound", "model"), s.Model, vocab.SoundModels))
 		}
 		errs = append(errs, deviceName(devicesPath.Child("sound", "name"), s.Name, "a sound device needs a name")...)
 	}
 	for i, pd := range devs.PanicDevices {
-		if pd.Model != nil && !containsString(panicModels, string(*pd.Model)) {
-			errs = append(errs, field.NotSupported(devicesPath.Child("panicDevices").Index(i).Child("model"), *pd.Model, panicModels))
+		if pd.Model != nil && !vocab.PanicModels.Has(string(*pd.Model)) {
+			errs = append(errs, field.NotSupported(devicesPath.Child("panicDevices").Index(i).Child("model"), *pd.Model, vocab.PanicModels))
 		}
 	}
 	ramfb := 0
@@ -86,9 +83,12 @@ func validateDevices(vmi *v1.VirtualMachineInstance) field.ErrorList {
 	for i, hd := range devs.HostDevices {
 		errs = append(errs, deviceName(devicesPath.Child("hostDevices").Index(i).Child("name"), hd.Name, "a host device needs a name")...)
 	}
+	if d.IOThreads != nil && (d.IOThreadsPolicy == nil || *d.IOThreadsPolicy != v1.IOThreadsPolicySupplementalPool) {
+		errs = append(errs, field.Invalid(domainPath.Child("ioThreads"), d.IOThreads, "only used with ioThreadsPolicy supplementalPool"))
+	}
 	if pol := d.IOThreadsPolicy; pol != nil {
-		if !containsString(ioThreadPolicies, string(*pol)) {
-			errs = append(errs, field.NotSupported(domainPath.Child("ioThreadsPolicy"), *pol, ioThreadPolicies))
+		if !vocab.IOThreadsPolicies.Has(string(*pol)) {
+			errs = append(errs, field.NotSupported(domainPath.Child("ioThreadsPolicy"), *pol, vocab.IOThreadsPolicies))
 		}
 		if *pol == v1.IOThreadsPolicySupplementalPool &&
 			(d.IOThreads == nil || d.IOThreads.SupplementalPoolThreadCount == nil || *d.IOThreads.SupplementalPoolThreadCount < 1) {
@@ -99,17 +99,12 @@ func validateDevices(vmi *v1.VirtualMachineInstance) field.ErrorList {
 	return errs
 }
 
-// evictionStrategies are the eviction strategies KubeVirt knows.
-var evictionStrategies = []string{
-	string(v1.EvictionStrategyNone), string(v1.EvictionStrategyLiveMigrate),
-	string(v1.EvictionStrategyLiveMigrateIfPossible), string(v1.EvictionStrategyExternal),
-}
-
 // validateLifecycle applies KubeVirt's lifecycle rules: the only start
 // strategy is Paused (and not with a liveness probe), a known eviction
 // strategy, probes with exactly one action, httpGet and tcpSocket probes
-// only with the pod network; and a termination grace period
-// that is not negative (this library's own: it is how long Stop waits).
+// only with the pod network; and, this library's own, a termination grace
+// period that is not negative (it is how long Stop waits) and a known
+// reboot policy.
 func validateLifecycle(vmi *v1.VirtualMachineInstance) field.ErrorList {
 	var errs field.ErrorList
 	spec := &vmi.Spec
@@ -121,8 +116,13 @@ func validateLifecycle(vmi *v1.VirtualMachineInstance) field.ErrorList {
 			errs = append(errs, field.Invalid(specPath.Child("startStrategy"), *s, "a VMI that starts paused cannot have a livenessProbe"))
 		}
 	}
-	if e := spec.EvictionStrategy; e != nil && !containsString(evictionStrategies, string(*e)) {
-		errs = append(errs, field.NotSupported(specPath.Child("evictionStrategy"), *e, evictionStrategies))
+	if e := spec.EvictionStrategy; e != nil && !vocab.EvictionStrategies.Has(string(*e)) {
+		errs = append(errs, field.NotSupported(specPath.Child("evictionStrategy"), *e, vocab.EvictionStrategies))
+	}
+	if r := spec.Domain.RebootPolicy; r != nil {
+		if _, ok := vocab.RebootPolicies.Lookup(string(*r)); !ok {
+			errs = append(errs, field.NotSupported(domainPath.Child("rebootPolicy"), string(*r), rebootPolicies))
+		}
 	}
 	for _, pr := range []struct {
 		name  string
@@ -169,6 +169,9 @@ func validateLifecycle(vmi *v1.VirtualMachineInstance) field.ErrorList {
 	}
 	return errs
 }
+
+// rebootPolicies are the words of vocab.RebootPolicies, for errors.
+var rebootPolicies = vocab.RebootPolicies.Words()
 
 // aliasNameSyntax is what libvirt's schema allows in a device alias
 // (aliasName in domaincommon.rng).

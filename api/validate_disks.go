@@ -10,6 +10,7 @@ import (
 	v1 "kubevirt.io/api/core/v1"
 
 	"github.com/vmi2libvirt/vmi2libvirt/internal/pciaddr"
+	"github.com/vmi2libvirt/vmi2libvirt/internal/vocab"
 )
 
 // Disk limits of KubeVirt.
@@ -18,34 +19,15 @@ const (
 	minBlockSize   = 512
 	maxBlockSize   = 2 << 20
 	busIDE         = "ide"
-	diskKindDisk   = "disk"
-	diskKindLUN    = "lun"
-	diskKindCDRom  = "cdrom"
 	bootOrderFirst = 1
 )
 
 var (
 	serialSyntax = regexp.MustCompile(`^[A-Za-z0-9_.+-]+$`)
 
-	diskBuses     = []string{string(v1.DiskBusVirtio), string(v1.DiskBusSCSI), string(v1.DiskBusSATA), string(v1.DiskBusUSB)}
-	cacheModes    = []string{string(v1.CacheNone), string(v1.CacheWriteThrough), string(v1.CacheWriteBack)}
-	ioModes       = []string{string(v1.IONative), string(v1.IOThreads)}
-	errorPolicies = []string{string(v1.DiskErrorPolicyStop), string(v1.DiskErrorPolicyIgnore), string(v1.DiskErrorPolicyReport), string(v1.DiskErrorPolicyEnospace)}
-	trayStates    = []string{string(v1.TrayStateOpen), string(v1.TrayStateClosed)}
+	// diskBuses are the words of vocab.DiskBuses, for errors.
+	diskBuses = vocab.DiskBuses.Words()
 )
-
-// diskKind returns which of disk, lun and cdrom a disk is, with its bus.
-func diskKind(d *v1.Disk) (string, v1.DiskBus) {
-	switch {
-	case d.Disk != nil:
-		return diskKindDisk, d.Disk.Bus
-	case d.LUN != nil:
-		return diskKindLUN, d.LUN.Bus
-	case d.CDRom != nil:
-		return diskKindCDRom, d.CDRom.Bus
-	}
-	return "", ""
-}
 
 // validateDisks applies KubeVirt's disk rules: unique names that are
 // DNS-1123 labels, one kind (disk, lun or cdrom), a known bus that suits the
@@ -55,8 +37,11 @@ func diskKind(d *v1.Disk) (string, v1.DiskBus) {
 // virtio, custom block sizes (powers of two from 512 to 2Mi, logical not
 // above physical, 512 on SATA) — and the joins: every disk has a volume (a
 // CD-ROM without one, an empty tray, needs a cluster feature), LUNs only on
-// PVC or DataVolume volumes, downwardMetrics only on a virtio disk. Known
-// tray states are this library's own check.
+// PVC or DataVolume volumes, downwardMetrics only on a virtio disk. This
+// library's own checks are what KubeVirt's converter refuses, drops or
+// leaves to libvirt to refuse: known tray states, LUNs on the scsi or
+// virtio bus, serials on disks only, shareable disks only (with cache
+// none), and a read-only disk for a read-only claim.
 func validateDisks(vmi *v1.VirtualMachineInstance) field.ErrorList {
 	var errs field.ErrorList
 	disks := vmi.Spec.Domain.Devices.Disks
@@ -83,7 +68,7 @@ func validateDisks(vmi *v1.VirtualMachineInstance) field.ErrorList {
 		if kinds > 1 {
 			errs = append(errs, field.Invalid(p, d.Name, "a disk can only be one of disk, lun and cdrom"))
 		}
-		kind, bus := diskKind(d)
+		kind, bus, _ := vocab.DiskDevice(d)
 		errs = append(errs, validateDiskBus(d, p, kind, bus)...)
 		if d.Disk != nil && d.Disk.PciAddress != "" {
 			pp := p.Child("disk", "pciAddress")
@@ -105,20 +90,31 @@ func validateDisks(vmi *v1.VirtualMachineInstance) field.ErrorList {
 				errs = append(errs, field.TooLong(p.Child("serial"), "", maxSerialLen))
 			}
 		}
-		if d.Cache != "" && !containsString(cacheModes, string(d.Cache)) {
-			errs = append(errs, field.NotSupported(p.Child("cache"), d.Cache, cacheModes))
+		if d.Serial != "" && kind != vocab.DiskKindDisk && kind != "" {
+			errs = append(errs, field.Invalid(p.Child("serial"), d.Serial, "KubeVirt gives a serial to disks only, not to LUNs or CD-ROMs"))
 		}
-		if d.IO != "" && !containsString(ioModes, string(d.IO)) {
-			errs = append(errs, field.NotSupported(p.Child("io"), d.IO, ioModes))
+		if d.Cache != "" && !vocab.CacheModes.Has(string(d.Cache)) {
+			errs = append(errs, field.NotSupported(p.Child("cache"), d.Cache, vocab.CacheModes))
 		}
-		if d.ErrorPolicy != nil && !containsString(errorPolicies, string(*d.ErrorPolicy)) {
-			errs = append(errs, field.NotSupported(p.Child("errorPolicy"), *d.ErrorPolicy, errorPolicies))
+		if d.IO != "" && !vocab.IOModes.Has(string(d.IO)) {
+			errs = append(errs, field.NotSupported(p.Child("io"), d.IO, vocab.IOModes))
 		}
-		if d.CDRom != nil && d.CDRom.Tray != "" && !containsString(trayStates, string(d.CDRom.Tray)) {
-			errs = append(errs, field.NotSupported(p.Child("cdrom", "tray"), d.CDRom.Tray, trayStates))
+		if d.ErrorPolicy != nil && !vocab.ErrorPolicies.Has(string(*d.ErrorPolicy)) {
+			errs = append(errs, field.NotSupported(p.Child("errorPolicy"), *d.ErrorPolicy, vocab.ErrorPolicies))
+		}
+		if d.CDRom != nil && d.CDRom.Tray != "" && !vocab.TrayStates.Has(string(d.CDRom.Tray)) {
+			errs = append(errs, field.NotSupported(p.Child("cdrom", "tray"), d.CDRom.Tray, vocab.TrayStates))
+		}
+		if isTrue(d.Shareable) {
+			switch {
+			case kind != vocab.DiskKindDisk && kind != "":
+				errs = append(errs, field.Invalid(p.Child("shareable"), true, "KubeVirt shares disks only, not LUNs or CD-ROMs"))
+			case d.Cache != "" && d.Cache != v1.CacheNone:
+				errs = append(errs, field.Invalid(p.Child("cache"), d.Cache, "a shareable disk needs cache none"))
+			}
 		}
 		errs = append(errs, validateBlockSize(d, p, bus)...)
-		errs = append(errs, validateDiskVolume(d, p, volumes)...)
+		errs = append(errs, validateDiskVolume(d, p, kind, volumes, vmi.Spec.Volumes)...)
 	}
 	return errs
 }
@@ -131,9 +127,11 @@ func validateDiskBus(d *v1.Disk, p *field.Path, kind string, bus v1.DiskBus) fie
 		switch {
 		case bus == busIDE:
 			errs = append(errs, field.NotSupported(bp, bus, diskBuses))
-		case !containsString(diskBuses, string(bus)):
+		case !diskBuses.Has(string(bus)):
 			errs = append(errs, field.NotSupported(bp, bus, diskBuses))
-		case bus == v1.DiskBusVirtio && kind == diskKindCDRom:
+		case kind == vocab.DiskKindLUN && !vocab.LUNBuses.Has(string(bus)):
+			errs = append(errs, field.NotSupported(bp, bus, vocab.LUNBuses))
+		case bus == v1.DiskBusVirtio && kind == vocab.DiskKindCDROM:
 			errs = append(errs, field.Invalid(bp, bus, "a CD-ROM cannot be on the virtio bus"))
 		case bus == v1.DiskBusSATA && d.Disk != nil && d.Disk.ReadOnly:
 			errs = append(errs, field.Invalid(bp, bus, "SATA hard disks cannot be read-only"))
@@ -181,8 +179,9 @@ func validateBlockSize(d *v1.Disk, p *field.Path, bus v1.DiskBus) field.ErrorLis
 	return errs
 }
 
-// validateDiskVolume checks the join of a disk with its volume.
-func validateDiskVolume(d *v1.Disk, p *field.Path, volumes map[string]*v1.Volume) field.ErrorList {
+// validateDiskVolume checks the join of a disk (of the given kind) with
+// its volume, one of all.
+func validateDiskVolume(d *v1.Disk, p *field.Path, kind string, volumes map[string]*v1.Volume, all []v1.Volume) field.ErrorList {
 	if d.Name == "" {
 		return nil
 	}
@@ -205,6 +204,16 @@ func validateDiskVolume(d *v1.Disk, p *field.Path, volumes map[string]*v1.Volume
 		case d.Disk.Bus != "" && d.Disk.Bus != v1.DiskBusVirtio:
 			errs = append(errs, field.Invalid(p.Child("disk", "bus"), d.Disk.Bus, "a downwardMetrics volume must be on the virtio bus"))
 		}
+	}
+	if _, _, readOnly := vocab.DiskDevice(d); vol.PersistentVolumeClaim != nil && vol.PersistentVolumeClaim.ReadOnly && kind != "" && !readOnly {
+		index := 0
+		for i := range all {
+			if &all[i] == vol {
+				index = i
+			}
+		}
+		errs = append(errs, field.Invalid(volumesPath.Index(index).Child("persistentVolumeClaim", "readOnly"), true,
+			fmt.Sprintf("a read-only claim needs a read-only disk (%s)", p.Child(kind, "readonly"))))
 	}
 	return errs
 }

@@ -9,7 +9,9 @@ import (
 // validateFirmware applies KubeVirt's firmware rules — EFI and BIOS are
 // exclusive, secure boot needs SMM (except under TDX), kernel boot needs a
 // container image with a kernel or initrd at absolute clean paths and
-// kernel arguments need a kernel, ACPI tables come from Secret volumes, and
+// kernel arguments need a kernel (a kernelPath too, this library's own:
+// KubeVirt passes them on and QEMU refuses -append without -kernel), ACPI
+// tables come from Secret volumes, and
 // launch security (SEV, SNP, TDX) is one kind, with EFI, without secure boot
 // for SEV/SNP, without persistent EFI variables for SNP/TDX, without SMM
 // for TDX, SEV attestation only when starting paused and no bootable NIC —
@@ -81,6 +83,8 @@ func validateKernelBoot(kb *v1.KernelBoot, p *field.Path) field.ErrorList {
 	}
 	if c.KernelPath != "" {
 		errs = append(errs, validateAbsPath(cp.Child("kernelPath"), c.KernelPath)...)
+	} else if kb.KernelArgs != "" {
+		errs = append(errs, field.Forbidden(p.Child("kernelArgs"), "kernel arguments need a kernel: set kernelBoot.container.kernelPath"))
 	}
 	if c.InitrdPath != "" {
 		errs = append(errs, validateAbsPath(cp.Child("initrdPath"), c.InitrdPath)...)

@@ -9,6 +9,8 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	v1 "kubevirt.io/api/core/v1"
+
+	"github.com/vmi2libvirt/vmi2libvirt/internal/vocab"
 )
 
 // maxAnnotationsBytes is Kubernetes' limit on the total size of an object's
@@ -25,10 +27,6 @@ var restrictedLabels = []string{
 	v1.NodeSchedulable,
 	v1.InstallStrategyLabel,
 }
-
-// emulatedMachines are the machine types KubeVirt accepts on amd64, as
-// filepath.Match patterns.
-var emulatedMachines = []string{"q35*", "pc-q35*"}
 
 // validateMetadata checks names as Kubernetes and KubeVirt do: a name that
 // is a DNS-1123 subdomain, a namespace that is a DNS-1123 label, label and
@@ -101,14 +99,14 @@ func validatePlatform(vmi *v1.VirtualMachineInstance) field.ErrorList {
 	}
 	if m := spec.Domain.Machine; m != nil && m.Type != "" {
 		ok := false
-		for _, p := range emulatedMachines {
+		for _, p := range vocab.MachineTypes {
 			if match, _ := filepath.Match(p, m.Type); match {
 				ok = true
 				break
 			}
 		}
 		if !ok {
-			errs = append(errs, field.NotSupported(domainPath.Child("machine", "type"), m.Type, emulatedMachines))
+			errs = append(errs, field.NotSupported(domainPath.Child("machine", "type"), m.Type, vocab.MachineTypes))
 		}
 	}
 	return errs

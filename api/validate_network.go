@@ -10,18 +10,14 @@ import (
 	v1 "kubevirt.io/api/core/v1"
 
 	"github.com/vmi2libvirt/vmi2libvirt/internal/pciaddr"
+	"github.com/vmi2libvirt/vmi2libvirt/internal/vocab"
 )
 
 // masqueradeBridgeMAC is the MAC KubeVirt keeps for the in-pod bridge of
 // masquerade interfaces.
 const masqueradeBridgeMAC = "02:00:00:00:00:00"
 
-var (
-	ifaceNameSyntax = regexp.MustCompile(`^[A-Za-z0-9_-]+$`)
-	ifaceModels     = []string{"e1000", "e1000e", "igb", "ne2k_pci", "pcnet", "rtl8139", v1.VirtIO}
-	ifaceStates     = []string{string(v1.InterfaceStateAbsent), string(v1.InterfaceStateLinkDown), string(v1.InterfaceStateLinkUp)}
-	portProtocols   = []string{"TCP", "UDP"}
-)
+var ifaceNameSyntax = regexp.MustCompile(`^[A-Za-z0-9_-]+$`)
 
 // validateNetworks applies KubeVirt's network rules: unique names, exactly
 // one source (pod or multus), a networkName for multus, at most one pod
@@ -120,8 +116,8 @@ func validateInterfaces(vmi *v1.VirtualMachineInstance) field.ErrorList {
 			netw = &v1.Network{}
 		}
 		errs = append(errs, validateBinding(iface, p, netw, hasNet)...)
-		if iface.Model != "" && !containsString(ifaceModels, iface.Model) {
-			errs = append(errs, field.NotSupported(p.Child("model"), iface.Model, ifaceModels))
+		if iface.Model != "" && !vocab.InterfaceModels.Has(iface.Model) {
+			errs = append(errs, field.NotSupported(p.Child("model"), iface.Model, vocab.InterfaceModels))
 		}
 		errs = append(errs, validateIfaceState(iface, p, defaultNet)...)
 		if iface.MacAddress != "" {
@@ -193,8 +189,8 @@ func validateIfaceState(iface *v1.Interface, p *field.Path, defaultNet string) f
 		return nil
 	}
 	sp := p.Child("state")
-	if !containsString(ifaceStates, string(iface.State)) {
-		return field.ErrorList{field.NotSupported(sp, iface.State, ifaceStates)}
+	if !vocab.InterfaceStates.Has(string(iface.State)) {
+		return field.ErrorList{field.NotSupported(sp, iface.State, vocab.InterfaceStates)}
 	}
 	var errs field.ErrorList
 	if iface.SRIOV != nil && iface.State != v1.InterfaceStateAbsent {
@@ -230,8 +226,8 @@ func validatePorts(iface *v1.Interface, p *field.Path) field.ErrorList {
 		case port.Port < 0 || port.Port > 65535:
 			errs = append(errs, field.Invalid(pp.Child("port"), port.Port, "must be between 1 and 65535"))
 		}
-		if port.Protocol != "" && !containsString(portProtocols, port.Protocol) {
-			errs = append(errs, field.NotSupported(pp.Child("protocol"), port.Protocol, portProtocols))
+		if port.Protocol != "" && !vocab.PortProtocols.Has(port.Protocol) {
+			errs = append(errs, field.NotSupported(pp.Child("protocol"), port.Protocol, vocab.PortProtocols))
 		}
 	}
 	return errs

@@ -9,6 +9,7 @@ import (
 	v1 "kubevirt.io/api/core/v1"
 
 	"github.com/vmi2libvirt/vmi2libvirt/internal/quantity"
+	"github.com/vmi2libvirt/vmi2libvirt/internal/vocab"
 )
 
 // Limits of this library (not KubeVirt's admission): what no amd64 guest
@@ -25,9 +26,6 @@ const (
 
 // minMemoryRequest is KubeVirt's smallest memory request (1M).
 var minMemoryRequest = resource.MustParse("1M")
-
-// cpuFeaturePolicies are the CPU feature policies KubeVirt accepts.
-var cpuFeaturePolicies = []string{"", "force", "require", "optional", "disable", "forbid"}
 
 // validateMemory checks memory as KubeVirt does — a memory request that is
 // not negative and at least 1M, a limit that is not negative and not below
@@ -95,7 +93,8 @@ func validateMemory(vmi *v1.VirtualMachineInstance) field.ErrorList {
 
 // validateHugepages checks that the hugepage size parses and that the VM's
 // memory (request, else guest memory, else limit) is a multiple of it and
-// not smaller.
+// not smaller; and, this library's own (libvirt takes page sizes in KiB),
+// that it is a whole number of KiB.
 func validateHugepages(vmi *v1.VirtualMachineInstance) field.ErrorList {
 	d := &vmi.Spec.Domain
 	pagePath := memoryPath.Child("hugepages", "pageSize")
@@ -109,6 +108,9 @@ func validateHugepages(vmi *v1.VirtualMachineInstance) field.ErrorList {
 	}
 	if page.Sign() <= 0 {
 		return field.ErrorList{field.Invalid(pagePath, ps, "must be greater than 0")}
+	}
+	if n, exact := page.AsInt64(); !exact || n%1024 != 0 {
+		return field.ErrorList{field.Invalid(pagePath, ps, "must be a whole number of KiB, such as 2Mi or 1Gi")}
 	}
 	// The memory the pages back, and the field it comes from.
 	memPath := resPath.Child("requests", "memory")
@@ -205,8 +207,8 @@ func validateCPU(vmi *v1.VirtualMachineInstance) field.ErrorList {
 		if f.Name == "" {
 			errs = append(errs, field.Required(fp.Child("name"), "a CPU feature needs a name"))
 		}
-		if !containsString(cpuFeaturePolicies, f.Policy) {
-			errs = append(errs, field.NotSupported(fp.Child("policy"), f.Policy, cpuFeaturePolicies[1:]))
+		if f.Policy != "" && !vocab.CPUFeaturePolicies.Has(f.Policy) {
+			errs = append(errs, field.NotSupported(fp.Child("policy"), f.Policy, vocab.CPUFeaturePolicies))
 		}
 	}
 	if c.IsolateEmulatorThread && !c.DedicatedCPUPlacement {
@@ -277,15 +279,6 @@ func validateDedicatedCPUs(vmi *v1.VirtualMachineInstance) field.ErrorList {
 		errs = append(errs, field.Invalid(cpuPath.Child("threads"), c.Threads, "at most 2 threads with dedicated CPUs"))
 	}
 	return errs
-}
-
-func containsString(list []string, s string) bool {
-	for _, x := range list {
-		if x == s {
-			return true
-		}
-	}
-	return false
 }
 
 // quantityLess reports whether a < b without touching the quantities the

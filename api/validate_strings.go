@@ -25,9 +25,9 @@ var (
 // verbatim in the domain XML or in host paths, so that hostile input is
 // refused with its path instead of reaching libvirt: CPU model and feature
 // names are libvirt names ([A-Za-z0-9_.+-]), the timezone is a tz database
-// name (no "..", no leading "/"), firmware serial, chassis strings and the
-// Hyper-V vendor id have no control characters (NUL, newlines) and at most
-// 256 characters, and kernel arguments have no control characters.
+// name (no "..", no leading "/"), firmware serial and chassis strings have
+// no control characters (NUL, newlines) and at most 256 characters, and
+// the Hyper-V vendor id and kernel arguments have no control characters.
 func validateStrings(vmi *v1.VirtualMachineInstance) field.ErrorList {
 	var errs field.ErrorList
 	d := &vmi.Spec.Domain
@@ -71,8 +71,9 @@ func validateStrings(vmi *v1.VirtualMachineInstance) field.ErrorList {
 		text(cp.Child("asset"), ch.Asset)
 		text(cp.Child("sku"), ch.Sku)
 	}
-	if f := d.Features; f != nil && f.Hyperv != nil && f.Hyperv.VendorID != nil {
-		text(hypervPath.Child("vendorid", "vendorid"), f.Hyperv.VendorID.VendorID)
+	// The vendor id's length is the features family's (at most 12).
+	if f := d.Features; f != nil && f.Hyperv != nil && f.Hyperv.VendorID != nil && strings.IndexFunc(f.Hyperv.VendorID.VendorID, unicode.IsControl) >= 0 {
+		errs = append(errs, field.Invalid(hypervPath.Child("vendorid", "vendorid"), f.Hyperv.VendorID.VendorID, "must not contain control characters"))
 	}
 	return errs
 }

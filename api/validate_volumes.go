@@ -11,6 +11,8 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	v1 "kubevirt.io/api/core/v1"
+
+	"github.com/vmi2libvirt/vmi2libvirt/internal/vocab"
 )
 
 // Cloud-init limits of KubeVirt: inline user data and network data of at
@@ -58,7 +60,8 @@ func volumeSources(v *v1.Volume) int {
 // and this library's own: volume names that are DNS-1123 labels (as the API
 // documents), names of PVCs, DataVolumes, ConfigMaps, Secrets and service
 // accounts that are DNS-1123 subdomains (they become file names on a host),
-// a containerDisk image without spaces or control characters, absolute and
+// a containerDisk image without spaces, control characters or ".." (no
+// image reference has one), absolute and
 // clean hostDisk paths (no ".."), and emptyDisk and hostDisk capacities
 // above zero and at most MaxDiskCapacity.
 // Utility volumes, which KubeVirt only hotplugs, are refused at creation.
@@ -135,6 +138,8 @@ func validateVolumeSource(v *v1.Volume, p *field.Path, hasDisk, hasFilesystem bo
 			errs = append(errs, field.TooLong(ip, "", maxImageRef))
 		case strings.IndexFunc(cd.Image, func(r rune) bool { return unicode.IsSpace(r) || unicode.IsControl(r) }) >= 0:
 			errs = append(errs, field.Invalid(ip, cd.Image, "an image reference has no spaces or control characters"))
+		case strings.Contains(cd.Image, ".."):
+			errs = append(errs, field.Invalid(ip, cd.Image, `must not contain ".."`))
 		}
 		if cd.Path != "" {
 			errs = append(errs, validateAbsPath(p.Child("containerDisk", "path"), cd.Path)...)
@@ -202,9 +207,8 @@ func validateHostDisk(hd *v1.HostDisk, p *field.Path) field.ErrorList {
 	} else {
 		errs = append(errs, validateAbsPath(p.Child("path"), hd.Path)...)
 	}
-	types := []string{string(v1.HostDiskExists), string(v1.HostDiskExistsOrCreate)}
-	if !containsString(types, string(hd.Type)) {
-		errs = append(errs, field.NotSupported(p.Child("type"), hd.Type, types))
+	if !vocab.HostDiskTypes.Has(string(hd.Type)) {
+		errs = append(errs, field.NotSupported(p.Child("type"), hd.Type, vocab.HostDiskTypes))
 	}
 	if hd.Type == v1.HostDiskExists && !hd.Capacity.IsZero() {
 		errs = append(errs, field.Invalid(p.Child("capacity"), hd.Capacity.String(), "only allowed with type "+string(v1.HostDiskExistsOrCreate)))

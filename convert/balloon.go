@@ -17,7 +17,7 @@ func (c *converter) balloon(d *libvirtxml.Domain) error {
 		return nil
 	}
 	b := &c.parts.memBalloon
-	*b = libvirtxml.DomainMemBalloon{Model: c.virtioModel, FreePageReporting: "off"}
+	*b = libvirtxml.DomainMemBalloon{Model: c.facts.virtioModel, FreePageReporting: "off"}
 	if p := c.opts.MemBalloonStatsPeriod; p != 0 {
 		c.parts.memBalloonStats.Period = p
 		b.Stats = &c.parts.memBalloonStats

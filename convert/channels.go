@@ -3,7 +3,6 @@ package convert
 import (
 	"strconv"
 
-	"k8s.io/apimachinery/pkg/util/validation/field"
 	"libvirt.org/go/libvirtxml"
 )
 
@@ -13,15 +12,11 @@ const guestAgentChannel = "org.qemu.guest_agent.0"
 
 // channels adds the guest agent's virtio-serial channel (a unix socket whose
 // path libvirt picks), as KubeVirt does for every VMI, and a VSOCK device
-// when spec.domain.devices.autoattachVSOCK is true. Downward metrics
-// (spec.domain.devices.downwardMetrics) are refused: they are fed by
-// KubeVirt's virt-handler.
+// when spec.domain.devices.autoattachVSOCK is true. (Downward metrics,
+// spec.domain.devices.downwardMetrics, are fed by KubeVirt's virt-handler
+// and refused with the fields no area honours: refuse.go.)
 func (c *converter) channels(d *libvirtxml.Domain) error {
 	devs := &c.spec.Domain.Devices
-	if devs.DownwardMetrics != nil {
-		return field.Forbidden(devicesPath.Child("downwardMetrics"),
-			"downward metrics are served by KubeVirt's virt-handler, which is not available")
-	}
 	if switchedOn(devs.AutoattachVSOCK) {
 		d.Devices.VSock = c.vsock()
 	}

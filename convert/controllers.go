@@ -24,7 +24,7 @@ func (c *converter) controllers(d *libvirtxml.Domain) error {
 	list = append(list, libvirtxml.DomainController{Type: "usb", Model: usb})
 
 	if c.needsSCSIController() {
-		list = append(list, libvirtxml.DomainController{Type: "scsi", Model: c.virtioModel, Driver: c.scsiControllerDriver()})
+		list = append(list, libvirtxml.DomainController{Type: "scsi", Model: c.facts.virtioModel, Driver: c.scsiControllerDriver()})
 	}
 
 	if strings.EqualFold(c.vmi.Annotations[v1.DisablePCIHole64], "true") {
@@ -33,8 +33,8 @@ func (c *converter) controllers(d *libvirtxml.Domain) error {
 		}})
 	}
 
-	if devs.AutoattachSerialConsole == nil || *devs.AutoattachSerialConsole {
-		list = append(list, libvirtxml.DomainController{Type: "virtio-serial", Model: c.virtioModel})
+	if !switchedOff(devs.AutoattachSerialConsole) {
+		list = append(list, libvirtxml.DomainController{Type: "virtio-serial", Model: c.facts.virtioModel})
 	}
 	// Every controller has index 0, each in a field of its own.
 	indexes := p.controllerIndex[:]
@@ -48,15 +48,21 @@ func (c *converter) controllers(d *libvirtxml.Domain) error {
 	return nil
 }
 
-// needsUSB tells whether the guest needs a USB controller: for what the
-// input area puts on USB (usesUSB), or a disk, LUN or CD-ROM on the USB bus.
-// KubeVirt looks only at plain disks on USB; a USB CD-ROM or LUN without a
-// controller would not start, so they count here too.
+// needsUSB tells whether the guest needs a USB controller: for a USB input
+// (inputs on the default bus are), USB redirection, or a disk, LUN or
+// CD-ROM on the USB bus. KubeVirt looks only at plain disks on USB; a USB
+// CD-ROM or LUN without a controller would not start, so they count here
+// too. (USB host devices are refused for now.)
 func (c *converter) needsUSB() bool {
-	if c.usesUSB() {
+	devs := &c.spec.Domain.Devices
+	if devs.ClientPassthrough != nil {
 		return true
 	}
-	devs := &c.spec.Domain.Devices
+	for i := range devs.Inputs {
+		if inputBus(&devs.Inputs[i]) == v1.InputBusUSB {
+			return true
+		}
+	}
 	for i := range devs.Disks {
 		if diskBus(&devs.Disks[i]) == v1.DiskBusUSB {
 			return true
@@ -83,7 +89,9 @@ func (c *converter) needsSCSIController() bool {
 // scsiControllerDriver gives the SCSI controller an IO thread and one queue
 // per vCPU when a SCSI disk asks for a dedicated IO thread and the VMI has
 // shared IO threads: the thread is the shared one that follows the virtio
-// disks' round-robin, as KubeVirt picks it.
+// disks' round-robin, as KubeVirt's converter picks it. (KubeVirt's
+// admission, and api.Validate, refuse a dedicated IO thread on SCSI: only
+// a VMI converted without validation gets here.)
 func (c *converter) scsiControllerDriver() *libvirtxml.DomainControllerDriver {
 	disks := c.spec.Domain.Devices.Disks
 	wanted := false
@@ -92,8 +100,8 @@ func (c *converter) scsiControllerDriver() *libvirtxml.DomainControllerDriver {
 			wanted = true
 		}
 	}
-	plan := c.ioThreads
-	if !wanted || c.ioThreadsErr != nil || plan.shared == 0 {
+	plan := c.facts.ioThreads
+	if !wanted || plan.shared == 0 {
 		return nil
 	}
 	thread := uint(1)
@@ -102,6 +110,6 @@ func (c *converter) scsiControllerDriver() *libvirtxml.DomainControllerDriver {
 			thread = thread%plan.shared + 1
 		}
 	}
-	queues := c.vcpus()
+	queues := c.facts.topology.count()
 	return &libvirtxml.DomainControllerDriver{IOThread: thread, Queues: &queues}
 }

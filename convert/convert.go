@@ -15,50 +15,45 @@ type converter struct {
 	spec  *v1.VirtualMachineInstanceSpec
 	opts  Options
 	paths Paths
-	// virtioModel is the model of virtio devices: "virtio-non-transitional",
-	// or "virtio-transitional" when the VMI asks for transitional devices.
-	virtioModel string
-	// ioThreads is how the disks share IO threads (or why the VMI's
-	// IO-thread settings are refused), planned once for the iothreads,
-	// disks and controllers areas.
-	ioThreads    ioThreadPlan
-	ioThreadsErr error
+	// facts are what several areas read, worked out once by start
+	// (facts.go).
+	facts facts
 	// parts are the domain and its parts that nearly every VMI has,
 	// allocated together (parts.go).
 	parts *domainParts
 	// text holds the strings the areas build (text.go).
 	text text
-	// errs are the problems found so far (refuse).
+	// errs are the problems found so far (next).
 	errs field.ErrorList
 	// fatal is the error that ended the conversion (next).
 	fatal error
 }
 
-// start prepares the conversion of vmi: the facts every area shares are
-// worked out once, and the domain's common parts are allocated.
+// start prepares the conversion of vmi: the facts several areas share are
+// worked out once, before any area runs, and the domain's common parts are
+// allocated.
 func (c *converter) start(vmi *v1.VirtualMachineInstance, opts Options) {
 	*c = converter{
-		vmi:         vmi,
-		spec:        &vmi.Spec,
-		opts:        opts,
-		virtioModel: "virtio-non-transitional",
-		parts:       new(domainParts),
+		vmi:   vmi,
+		spec:  &vmi.Spec,
+		opts:  opts,
+		parts: new(domainParts),
 	}
 	if opts.Layout != nil {
 		c.paths = opts.Layout.Paths(vmi)
 	}
-	if t := vmi.Spec.Domain.Devices.UseVirtioTransitional; t != nil && *t {
-		c.virtioModel = "virtio-transitional"
-	}
-	c.ioThreads, c.ioThreadsErr = c.ioThreadPlan()
+	c.facts = gatherFacts(vmi, &c.opts)
 	c.text.b.Grow(textSize(vmi))
 }
 
 // Convert turns a VMI into a libvirt domain. The VMI should have been
-// defaulted (api.Default) and validated (api.Validate) first; Convert
-// refuses anything it cannot honour with an *Error that lists every such
-// field, each a *field.Error naming its path. A nil VMI or Layout is a
-// plain error. It does not modify vmi.
+// defaulted (api.Default) and validated (api.Validate) first: Convert does
+// not check the VMI's own rules again (given a VMI api.Validate refuses, it
+// does not panic, and may return a domain). It refuses what it cannot
+// honour on this host, with these options and this layout (the package
+// documentation lists it) with an *api.InvalidError (stage
+// api.StageConvert) that lists every such field, each a *field.Error naming
+// its path. A nil VMI or Layout is a plain error. It does not modify vmi.
 func Convert(vmi *v1.VirtualMachineInstance, opts Options) (*libvirtxml.Domain, error) {
 	if vmi == nil {
 		return nil, fmt.Errorf("convert: nil VirtualMachineInstance")
@@ -79,9 +74,12 @@ func Convert(vmi *v1.VirtualMachineInstance, opts Options) (*libvirtxml.Domain, 
 	d.Type = domainType
 	d.Name = c.domainName()
 	d.Devices = &c.parts.devices
-	// Each area fills its part of the domain, in this order. A refusal is
-	// recorded and the next area runs; any other error ends the
-	// conversion (next).
+	// Each area fills its own part of the domain from the VMI, the options
+	// and the facts, and calls no other area: the order is the order of
+	// the domain's elements, and only rootComplex, which places on the root
+	// bus the devices the others made, must come last. A refusal is
+	// recorded and the next area runs; any other error ends the conversion
+	// (next).
 	if !(c.next(c.unsupported(d)) &&
 		c.next(c.identity(d)) &&
 		c.next(c.memory(d)) &&
@@ -109,7 +107,7 @@ func Convert(vmi *v1.VirtualMachineInstance, opts Options) (*libvirtxml.Domain, 
 		return nil, c.fatal
 	}
 	if len(c.errs) > 0 {
-		return nil, &Error{Errs: c.errs}
+		return nil, invalid(c.errs)
 	}
 	return d, nil
 }
@@ -159,24 +157,19 @@ func (p itemPath) Child(name string, moreNames ...string) *field.Path {
 // The field paths the areas name in their errors, made once: a path is
 // only needed when something is refused.
 var (
-	specPath                  = field.NewPath("spec")
-	domainPath                = specPath.Child("domain")
-	devicesPath               = domainPath.Child("devices")
-	disksPath                 = devicesPath.Child("disks")
-	interfacesPath            = devicesPath.Child("interfaces")
-	hostDevicesPath           = devicesPath.Child("hostDevices")
-	gpusPath                  = devicesPath.Child("gpus")
-	inputsPath                = devicesPath.Child("inputs")
-	videoPath                 = devicesPath.Child("video")
-	watchdogPath              = devicesPath.Child("watchdog")
-	hypervPath                = featuresPath.Child("hyperv")
-	poolThreadCountPath       = domainPath.Child("ioThreads", "supplementalPoolThreadCount")
-	resourcesPath             = domainPath.Child("resources")
-	pageSizePath              = memoryPath.Child("hugepages", "pageSize")
-	efiPath                   = firmwarePath.Child("bootloader", "efi")
-	kernelBootPath            = firmwarePath.Child("kernelBoot")
-	kernelBootContainerPath   = kernelBootPath.Child("container")
-	networksPath              = specPath.Child("networks")
-	volumesPath               = specPath.Child("volumes")
-	rootComplexAnnotationPath = field.NewPath("metadata", "annotations").Key(v1.PlacePCIDevicesOnRootComplex)
+	specPath        = field.NewPath("spec")
+	domainPath      = specPath.Child("domain")
+	cpuPath         = domainPath.Child("cpu")
+	firmwarePath    = domainPath.Child("firmware")
+	efiPath         = firmwarePath.Child("bootloader", "efi")
+	kernelBootPath  = firmwarePath.Child("kernelBoot", "container")
+	hypervPath      = domainPath.Child("features", "hyperv")
+	devicesPath     = domainPath.Child("devices")
+	disksPath       = devicesPath.Child("disks")
+	interfacesPath  = devicesPath.Child("interfaces")
+	hostDevicesPath = devicesPath.Child("hostDevices")
+	gpusPath        = devicesPath.Child("gpus")
+	networksPath    = specPath.Child("networks")
+	volumesPath     = specPath.Child("volumes")
+	annotationsPath = field.NewPath("metadata", "annotations")
 )

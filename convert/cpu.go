@@ -3,43 +3,35 @@ package convert
 import (
 	"fmt"
 	"strconv"
-	"strings"
 
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	v1 "kubevirt.io/api/core/v1"
 	"libvirt.org/go/libvirtxml"
-)
 
-var cpuPath = domainPath.Child("cpu")
+	"github.com/vmi2libvirt/vmi2libvirt/api"
+)
 
 // cpu writes the vCPUs and the guest CPU: <vcpu> and the hotpluggable
 // <vcpus> of a VMI with cpu.maxSockets, <cpu> with its topology,
 // mode/model and features (and a NUMA cell when guest memory is a memfd),
 // and, for dedicated CPUs, the <cputune> pinning of vCPUs and the emulator
-// thread to Options.CPUSet.
+// thread to Options.CPUSet (the iothreads area pins the IO threads).
 func (c *converter) cpu(d *libvirtxml.Domain) error {
 	spec := c.spec.Domain.CPU
-	if spec != nil {
-		// KubeVirt's realtime needs guestMappingPassthrough; both need the
-		// host's NUMA cells of Options.CPUSet, which Options do not carry.
-		if spec.Realtime != nil {
-			return field.Forbidden(cpuPath.Child("realtime"), "realtime VMIs need a NUMA topology passed through from the host, which the converter is not given")
-		}
-		if spec.NUMA != nil && spec.NUMA.GuestMappingPassthrough != nil {
-			return field.Forbidden(cpuPath.Child("numa", "guestMappingPassthrough"), "mapping the host's NUMA cells into the guest needs the host's NUMA topology, which the converter is not given")
-		}
-	}
-	t := c.cpuTopology()
+	t := c.facts.topology
 	booted := t.count()
 	cpu := &c.parts.cpu
-	if spec != nil && spec.MaxSockets != 0 {
-		if uint(spec.MaxSockets) < t.sockets {
-			return field.Invalid(cpuPath.Child("maxSockets"), spec.MaxSockets, fmt.Sprintf("must not be less than sockets (%d)", t.sockets))
-		}
-		// Every socket beyond the booted ones can be plugged in later;
-		// the first socket's vCPUs can never be unplugged.
-		fixed := t.cores * t.threads
-		t.sockets = uint(spec.MaxSockets)
+	// Every socket beyond the booted ones can be plugged in later; the
+	// first socket's vCPUs can never be unplugged. (api.Validate refuses
+	// fewer maxSockets than sockets, and more vCPUs than api.MaxVCPUs: such
+	// a VMI gets no list of hotpluggable vCPUs.)
+	fixed, maxSockets := t.cores*t.threads, uint(0)
+	if spec != nil {
+		maxSockets = uint(spec.MaxSockets)
+	}
+	if maxSockets != 0 && maxSockets >= t.sockets &&
+		maxSockets <= api.MaxVCPUs && fixed <= api.MaxVCPUs && maxSockets*fixed <= api.MaxVCPUs {
+		t.sockets = maxSockets
 		vcpus := &libvirtxml.DomainVCPUs{VCPU: make([]libvirtxml.DomainVCPUsVCPU, 0, t.count())}
 		ids := make([]uint, t.count())
 		for id := range t.count() {
@@ -58,18 +50,9 @@ func (c *converter) cpu(d *libvirtxml.Domain) error {
 	d.VCPU = &c.parts.vcpu
 
 	c.cpuModel(cpu)
-	if err := c.cpuNUMA(cpu, t.count()); err != nil {
-		return err
-	}
+	c.cpuNUMA(cpu, t.count())
 	d.CPU = cpu
-
-	if spec != nil && spec.DedicatedCPUPlacement {
-		return c.pinCPUs(d, booted)
-	}
-	if spec != nil && spec.IsolateEmulatorThread {
-		return field.Forbidden(cpuPath.Child("isolateEmulatorThread"), "needs spec.domain.cpu.dedicatedCpuPlacement")
-	}
-	return nil
+	return c.pinCPUs(d)
 }
 
 // cpuModel sets the CPU mode and model and the CPU features. A VMI without
@@ -112,30 +95,21 @@ func (c *converter) cpuModel(cpu *libvirtxml.DomainCPU) {
 }
 
 // cpuNUMA gives the guest one NUMA cell holding all vCPUs and all memory
-// when its memory is a memfd (hugepages, shared memory), as KubeVirt does:
-// QEMU backs such memory through a NUMA node's memory backend.
-func (c *converter) cpuNUMA(cpu *libvirtxml.DomainCPU, vcpus uint) error {
-	if !c.memfdRequired() {
-		return nil
-	}
-	guest, from, ok := c.guestMemory()
-	if !ok {
-		return nil // the memory area says what is missing
-	}
-	size, err := memoryBytes(guest, from)
-	if err != nil {
-		return err
+// when its memory is a memfd (hugepages), as KubeVirt does: QEMU backs such
+// memory through a NUMA node's memory backend.
+func (c *converter) cpuNUMA(cpu *libvirtxml.DomainCPU, vcpus uint) {
+	if !c.facts.memfd || c.facts.memory == 0 {
+		return
 	}
 	numa := new(numaParts)
 	numa.cells[0] = libvirtxml.DomainCell{
 		ID:     &numa.cellID,
 		CPUs:   c.text.join("0-", c.text.decimal(uint64(vcpus-1))),
-		Memory: uint(size / 1024),
+		Memory: uint(c.facts.memory / 1024),
 		Unit:   "KiB",
 	}
 	numa.numa.Cell = numa.cells[:]
 	cpu.Numa = &numa.numa
-	return nil
 }
 
 // numaParts are the guest's one NUMA cell and what it points to.
@@ -145,105 +119,28 @@ type numaParts struct {
 	cellID uint
 }
 
-// pinCPUs pins each booted vCPU to its own host CPU of Options.CPUSet, in
-// order; then the threads of a supplemental IO thread pool and, with
-// isolateEmulatorThread, the emulator thread take the next ones (two for the
-// emulator when the alpha.kubevirt.io/EmulatorThreadCompleteToEvenParity
-// annotation is set and the pinned count so far is even). Options.CPUSet
-// should list sibling hyperthreads next to each other, as KubeVirt's pool
-// places a vCPU core's threads on one host core.
-func (c *converter) pinCPUs(d *libvirtxml.Domain, vcpus uint) error {
-	spec := c.spec.Domain.CPU
-	supplemental := c.supplementalIOThreads()
-	emulator := uint(0)
-	if spec.IsolateEmulatorThread {
-		emulator = 1
-		if _, ok := c.vmi.Annotations[v1.EmulatorThreadCompleteToEvenParity]; ok && (vcpus+supplemental)%2 == 0 {
-			emulator = 2
-		}
+// pinCPUs pins each booted vCPU of a VMI with dedicated CPUs to its own host
+// CPU and an isolated emulator thread to the next ones, as the pins fact
+// chose them, or refuses the VMI when Options.CPUSet has too few.
+func (c *converter) pinCPUs(d *libvirtxml.Domain) error {
+	pins := &c.facts.pins
+	if !pins.dedicated {
+		return nil
 	}
-	need := vcpus + supplemental + emulator
-	if uint(len(c.opts.CPUSet)) < need {
-		why := fmt.Sprintf("%d vCPUs", vcpus)
-		if supplemental > 0 {
-			why += fmt.Sprintf(", %d supplemental IO threads", supplemental)
-		}
-		if emulator > 0 {
-			why += fmt.Sprintf(", %d for the emulator thread", emulator)
+	if pins.short {
+		why := fmt.Sprintf("%d vCPUs", pins.need-pins.emulatorCPUs)
+		if pins.emulatorCPUs > 0 {
+			why += fmt.Sprintf(", %d for the emulator thread", pins.emulatorCPUs)
 		}
 		return field.Invalid(cpuPath.Child("dedicatedCpuPlacement"), true,
-			fmt.Sprintf("needs %d dedicated host CPUs (%s), but Options.CPUSet has %d", need, why, len(c.opts.CPUSet)))
+			fmt.Sprintf("needs %d dedicated host CPUs (%s), but Options.CPUSet has %d", pins.need, why, len(c.opts.CPUSet)))
 	}
-	host := c.opts.CPUSet
-	tune := &libvirtxml.DomainCPUTune{}
-	for i := range vcpus {
-		tune.VCPUPin = append(tune.VCPUPin, libvirtxml.DomainCPUTuneVCPUPin{VCPU: i, CPUSet: strconv.FormatUint(uint64(host[i]), 10)})
+	tune := cpuTune(d)
+	for i, host := range pins.vcpus {
+		tune.VCPUPin = append(tune.VCPUPin, libvirtxml.DomainCPUTuneVCPUPin{VCPU: uint(i), CPUSet: strconv.FormatUint(uint64(host), 10)})
 	}
-	next := vcpus
-	for id := uint(1); id <= supplemental; id++ {
-		tune.IOThreadPin = append(tune.IOThreadPin, libvirtxml.DomainCPUTuneIOThreadPin{IOThread: id, CPUSet: strconv.FormatUint(uint64(host[next]), 10)})
-		next++
+	if len(pins.emulator) > 0 {
+		tune.EmulatorPin = &libvirtxml.DomainCPUTuneEmulatorPin{CPUSet: cpuList(pins.emulator)}
 	}
-	if emulator > 0 {
-		tune.EmulatorPin = &libvirtxml.DomainCPUTuneEmulatorPin{CPUSet: cpuList(host[next : next+emulator])}
-	}
-	d.CPUTune = tune
 	return nil
-}
-
-// supplementalIOThreads returns the size of the VMI's supplemental IO
-// thread pool (0 unless ioThreadsPolicy is supplementalPool).
-func (c *converter) supplementalIOThreads() uint {
-	dom := &c.spec.Domain
-	if dom.IOThreadsPolicy == nil || *dom.IOThreadsPolicy != v1.IOThreadsPolicySupplementalPool ||
-		dom.IOThreads == nil || dom.IOThreads.SupplementalPoolThreadCount == nil {
-		return 0
-	}
-	return uint(*dom.IOThreads.SupplementalPoolThreadCount)
-}
-
-// pinIOThreads pins the domain's IO threads of a VMI with dedicated CPUs,
-// as KubeVirt does: with an isolated emulator thread, IO thread 1 shares
-// its host CPU; otherwise the IO threads spread over the vCPUs' host CPUs
-// (one CPU each when there are at least as many IO threads as vCPUs, else
-// balanced ranges). The IO threads of a supplemental pool were pinned to
-// CPUs of their own by the cpu area. The iothreads area calls this once it
-// has written <iothreads>.
-func (c *converter) pinIOThreads(d *libvirtxml.Domain) {
-	spec := c.spec.Domain.CPU
-	if spec == nil || !spec.DedicatedCPUPlacement || d.CPUTune == nil || d.IOThreads == 0 || c.supplementalIOThreads() > 0 {
-		return
-	}
-	tune := d.CPUTune
-	host := c.opts.CPUSet
-	vcpus := c.cpuTopology().count()
-	n := d.IOThreads
-	switch {
-	case spec.IsolateEmulatorThread && tune.EmulatorPin != nil:
-		tune.IOThreadPin = append(tune.IOThreadPin, libvirtxml.DomainCPUTuneIOThreadPin{IOThread: 1, CPUSet: tune.EmulatorPin.CPUSet})
-	case n >= vcpus:
-		for id := uint(1); id <= n; id++ {
-			tune.IOThreadPin = append(tune.IOThreadPin, libvirtxml.DomainCPUTuneIOThreadPin{IOThread: id, CPUSet: strconv.FormatUint(uint64(host[id%vcpus]), 10)})
-		}
-	default:
-		// e.g. 3 IO threads over 8 vCPUs: 0-2, 3-5, 6-7.
-		first := uint(0)
-		for id := uint(1); id <= n; id++ {
-			size := vcpus / n
-			if id <= vcpus%n {
-				size++
-			}
-			tune.IOThreadPin = append(tune.IOThreadPin, libvirtxml.DomainCPUTuneIOThreadPin{IOThread: id, CPUSet: cpuList(host[first : first+size])})
-			first += size
-		}
-	}
-}
-
-// cpuList spells host CPUs as a libvirt cpuset: "2,3".
-func cpuList(cpus []uint) string {
-	s := make([]string, len(cpus))
-	for i, c := range cpus {
-		s[i] = strconv.FormatUint(uint64(c), 10)
-	}
-	return strings.Join(s, ",")
 }

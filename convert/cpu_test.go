@@ -11,6 +11,8 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	v1 "kubevirt.io/api/core/v1"
 	"libvirt.org/go/libvirtxml"
+
+	"github.com/vmi2libvirt/vmi2libvirt/api"
 )
 
 // computeVMI returns a VMI with 1Gi of guest memory and the given CPU.
@@ -48,6 +50,21 @@ func runArea(t *testing.T, vmi *v1.VirtualMachineInstance, edit func(*Options), 
 		}
 	}
 	return d, c, nil
+}
+
+// refusedByAPI asserts that api.Validate refuses vmi with an error on path
+// whose message holds want: a rule of the VMI alone is api's, and the
+// converter does not check it again.
+func refusedByAPI(t *testing.T, vmi *v1.VirtualMachineInstance, path, want string) {
+	t.Helper()
+	var got []string
+	for _, fe := range api.Validate(vmi) {
+		if fe.Field == path && strings.Contains(fe.Error(), want) {
+			return
+		}
+		got = append(got, fe.Error())
+	}
+	t.Errorf("api.Validate gives no error on %s containing %q; it gives %q", path, want, got)
 }
 
 // fieldErr asserts that err is a *field.Error on path whose message holds want.
@@ -153,7 +170,8 @@ func TestCPUPinning(t *testing.T) {
 	fieldErr(t, err, "spec.domain.cpu.dedicatedCpuPlacement", "needs 5 dedicated host CPUs (4 vCPUs, 1 for the emulator thread), but Options.CPUSet has 4")
 }
 
-// IO thread pinning follows KubeVirt's FormatDomainIOThreadPin.
+// IO thread pinning follows KubeVirt's FormatDomainIOThreadPin
+// (ioThreadPins, over the host CPUs the pins fact chose).
 func TestPinIOThreads(t *testing.T) {
 	cases := []struct {
 		name    string
@@ -168,14 +186,12 @@ func TestPinIOThreads(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			vmi := computeVMI(&tc.cpu)
-			d, c, err := runArea(t, vmi, nil, (*converter).cpu)
+			_, c, err := runArea(t, vmi, nil, (*converter).cpu)
 			if err != nil {
 				t.Fatal(err)
 			}
-			d.IOThreads = tc.threads
-			c.pinIOThreads(d)
 			var got []string
-			for _, p := range d.CPUTune.IOThreadPin {
+			for _, p := range ioThreadPins(&c.facts.pins, tc.threads, nil) {
 				got = append(got, strings.Join([]string{uintString(p.IOThread), p.CPUSet}, ":"))
 			}
 			if strings.Join(got, " ") != tc.want {
@@ -187,34 +203,40 @@ func TestPinIOThreads(t *testing.T) {
 
 func uintString(u uint) string { return cpuList([]uint{u}) }
 
-// A supplemental IO thread pool takes host CPUs after the vCPUs and before
-// the emulator thread (KubeVirt's AdjustDomainForTopologyAndCPUSet).
-func TestPinSupplementalPool(t *testing.T) {
-	vmi := computeVMI(&v1.CPU{Cores: 1, DedicatedCPUPlacement: true, IsolateEmulatorThread: true})
-	policy := v1.IOThreadsPolicySupplementalPool
-	count := uint32(2)
-	vmi.Spec.Domain.IOThreadsPolicy = &policy
-	vmi.Spec.Domain.IOThreads = &v1.DiskIOThreads{SupplementalPoolThreadCount: &count}
-	d, _, err := runArea(t, vmi, nil, (*converter).cpu)
-	if err != nil {
-		t.Fatal(err)
-	}
-	p := d.CPUTune.IOThreadPin
-	if len(p) != 2 || p[0].CPUSet != "3" || p[1].CPUSet != "4" || d.CPUTune.EmulatorPin.CPUSet != "5" {
-		t.Errorf("cputune = %+v", d.CPUTune)
+// The IO threads of a VMI with dedicated CPUs are pinned by the iothreads
+// area, whichever of cpu and iothreads runs first: each writes its own pins
+// into the one <cputune>.
+func TestIOThreadPinsWithCPUPins(t *testing.T) {
+	vmi := computeVMI(&v1.CPU{Cores: 2, DedicatedCPUPlacement: true, IsolateEmulatorThread: true})
+	vmi.Spec.Domain.Devices.Disks = []v1.Disk{diskNamed("a", v1.DiskBusVirtio, true)}
+	for _, order := range [][]func(*converter, *libvirtxml.Domain) error{
+		{(*converter).cpu, (*converter).iothreads},
+		{(*converter).iothreads, (*converter).cpu},
+	} {
+		d, _, err := runArea(t, vmi, nil, order...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		tune := d.CPUTune
+		if d.IOThreads != 1 || len(tune.VCPUPin) != 2 || tune.EmulatorPin == nil || tune.EmulatorPin.CPUSet != "4" ||
+			len(tune.IOThreadPin) != 1 || tune.IOThreadPin[0].IOThread != 1 || tune.IOThreadPin[0].CPUSet != "4" {
+			t.Errorf("iothreads %d, cputune %+v", d.IOThreads, tune)
+		}
 	}
 }
 
 func TestCPURefusals(t *testing.T) {
 	vmi := computeVMI(&v1.CPU{Cores: 1, DedicatedCPUPlacement: true, NUMA: &v1.NUMA{GuestMappingPassthrough: &v1.NUMAGuestMappingPassthrough{}}})
-	_, _, err := runArea(t, vmi, nil, (*converter).cpu)
+	_, _, err := runArea(t, vmi, nil, (*converter).unsupported)
 	fieldErr(t, err, "spec.domain.cpu.numa.guestMappingPassthrough", "host's NUMA topology")
 
+	// The rules of the VMI alone are api.Validate's, not checked again.
 	vmi = computeVMI(&v1.CPU{Cores: 1, IsolateEmulatorThread: true})
-	_, _, err = runArea(t, vmi, nil, (*converter).cpu)
-	fieldErr(t, err, "spec.domain.cpu.isolateEmulatorThread", "dedicatedCpuPlacement")
+	refusedByAPI(t, vmi, "spec.domain.cpu.isolateEmulatorThread", "dedicatedCpuPlacement")
 
 	vmi = computeVMI(&v1.CPU{Sockets: 2, MaxSockets: 1})
-	_, _, err = runArea(t, vmi, nil, (*converter).cpu)
-	fieldErr(t, err, "spec.domain.cpu.maxSockets", "must not be less than sockets (2)")
+	refusedByAPI(t, vmi, "spec.domain.cpu.sockets", "must not be greater than spec.domain.cpu.maxSockets (1)")
+	if d, _, err := runArea(t, vmi, nil, (*converter).cpu); err != nil || d.VCPUs != nil || d.VCPU.Value != 2 {
+		t.Errorf("without validation: vcpu %+v, vcpus %+v, %v; want 2 vCPUs and no hotplug", d.VCPU, d.VCPUs, err)
+	}
 }

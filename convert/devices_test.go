@@ -6,6 +6,8 @@ import (
 
 	v1 "kubevirt.io/api/core/v1"
 	"libvirt.org/go/libvirtxml"
+
+	"github.com/vmi2libvirt/vmi2libvirt/api"
 )
 
 // runDeviceArea runs one area on a fresh domain.
@@ -270,42 +272,52 @@ func TestDeviceAreasRefuse(t *testing.T) {
 	for _, tc := range []struct {
 		name string
 		edit func(*v1.VirtualMachineInstance)
+		// area refuses the VMI; nil when the rule is the VMI's alone,
+		// api.Validate's (the converter does not check it again).
 		area func(*converter, *libvirtxml.Domain) error
 		want string
 	}{
 		{"keyboard input", func(v *v1.VirtualMachineInstance) {
 			v.Spec.Domain.Devices.Inputs = []v1.Input{{Name: "k", Type: v1.InputTypeKeyboard}}
-		}, (*converter).inputs, `spec.domain.devices.inputs[0].type: Unsupported value: "keyboard"`},
+		}, nil, `spec.domain.devices.inputs[0].type: Unsupported value: "keyboard"`},
 		{"ps2 input", func(v *v1.VirtualMachineInstance) {
 			v.Spec.Domain.Devices.Inputs = []v1.Input{{Name: "k", Type: v1.InputTypeTablet, Bus: "ps2"}}
-		}, (*converter).inputs, `spec.domain.devices.inputs[0].bus: Unsupported value: "ps2"`},
+		}, nil, `spec.domain.devices.inputs[0].bus: Unsupported value: "ps2"`},
 		{"video without graphics", func(v *v1.VirtualMachineInstance) {
 			v.Spec.Domain.Devices.AutoattachGraphicsDevice = devPtr(false)
 			v.Spec.Domain.Devices.Video = &v1.VideoDevice{Type: "vga"}
-		}, (*converter).graphics, `spec.domain.devices.video: Forbidden`},
+		}, nil, `spec.domain.devices.video: Invalid value: "vga": a video device cannot be configured`},
 		{"unknown video", func(v *v1.VirtualMachineInstance) {
 			v.Spec.Domain.Devices.Video = &v1.VideoDevice{Type: "s3"}
-		}, (*converter).graphics, `spec.domain.devices.video.type: Unsupported value: "s3"`},
+		}, nil, `spec.domain.devices.video.type: Unsupported value: "s3"`},
 		{"downward metrics", func(v *v1.VirtualMachineInstance) {
 			v.Spec.Domain.Devices.DownwardMetrics = &v1.DownwardMetrics{}
-		}, (*converter).channels, `spec.domain.devices.downwardMetrics: Forbidden`},
+		}, (*converter).unsupported, `spec.domain.devices.downwardMetrics: Forbidden`},
 		{"diag288 watchdog", func(v *v1.VirtualMachineInstance) {
 			v.Spec.Domain.Devices.Watchdog = &v1.Watchdog{Name: "w", WatchdogDevice: v1.WatchdogDevice{Diag288: &v1.Diag288Watchdog{}}}
-		}, (*converter).watchdog, `spec.domain.devices.watchdog.diag288: Forbidden`},
+		}, nil, `spec.domain.devices.watchdog.diag288: Unsupported value: "diag288"`},
 		{"watchdog action", func(v *v1.VirtualMachineInstance) {
 			v.Spec.Domain.Devices.Watchdog = &v1.Watchdog{Name: "w", WatchdogDevice: v1.WatchdogDevice{I6300ESB: &v1.I6300ESBWatchdog{Action: "dump"}}}
-		}, (*converter).watchdog, `spec.domain.devices.watchdog.i6300esb.action: Unsupported value: "dump"`},
+		}, nil, `spec.domain.devices.watchdog.i6300esb.action: Unsupported value: "dump"`},
 		{"sound model", func(v *v1.VirtualMachineInstance) {
 			v.Spec.Domain.Devices.Sound = &v1.SoundDevice{Name: "s", Model: "sb16"}
-		}, (*converter).sound, `spec.domain.devices.sound.model: Unsupported value: "sb16"`},
+		}, nil, `spec.domain.devices.sound.model: Unsupported value: "sb16"`},
 		{"panic model", func(v *v1.VirtualMachineInstance) {
 			m := v1.PanicDeviceModel("pseries")
 			v.Spec.Domain.Devices.PanicDevices = []v1.PanicDevice{{Model: &m}}
-		}, (*converter).inputs, `spec.domain.devices.panicDevices[0].model: Unsupported value: "pseries"`},
+		}, nil, `spec.domain.devices.panicDevices[0].model: Unsupported value: "pseries"`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			vmi := devVMI(nil, nil)
 			tc.edit(vmi)
+			if tc.area == nil {
+				for _, fe := range api.Validate(vmi) {
+					if strings.HasPrefix(fe.Error(), tc.want) {
+						return
+					}
+				}
+				t.Fatalf("api.Validate gives no error %s… (%v)", tc.want, api.Validate(vmi))
+			}
 			_, err := runDeviceArea(t, devConverter(vmi, nil), tc.area)
 			if err == nil || !strings.HasPrefix(err.Error(), tc.want) {
 				t.Fatalf("error = %v\nwant    %s…", err, tc.want)
@@ -314,17 +326,17 @@ func TestDeviceAreasRefuse(t *testing.T) {
 	}
 }
 
-func TestUsesUSB(t *testing.T) {
+func TestNeedsUSB(t *testing.T) {
 	vmi := devVMI(nil, nil)
-	if devConverter(vmi, nil).usesUSB() {
-		t.Error("usesUSB() = true for a VMI without USB devices")
+	if devConverter(vmi, nil).needsUSB() {
+		t.Error("needsUSB() = true for a VMI without USB devices")
 	}
 	vmi.Spec.Domain.Devices.Inputs = []v1.Input{{Name: "t", Type: v1.InputTypeTablet, Bus: v1.InputBusVirtio}}
-	if devConverter(vmi, nil).usesUSB() {
-		t.Error("usesUSB() = true for a virtio tablet")
+	if devConverter(vmi, nil).needsUSB() {
+		t.Error("needsUSB() = true for a virtio tablet")
 	}
 	vmi.Spec.Domain.Devices.Inputs = []v1.Input{{Name: "t", Type: v1.InputTypeTablet}}
-	if !devConverter(vmi, nil).usesUSB() {
-		t.Error("usesUSB() = false for a tablet on the default bus")
+	if !devConverter(vmi, nil).needsUSB() {
+		t.Error("needsUSB() = false for a tablet on the default bus")
 	}
 }

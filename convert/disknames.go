@@ -4,19 +4,16 @@ import (
 	"strings"
 
 	v1 "kubevirt.io/api/core/v1"
+
+	"github.com/vmi2libvirt/vmi2libvirt/internal/vocab"
 )
 
 // targetPrefix is the target name prefix of a disk bus, as KubeVirt names
-// them: virtio disks are vda, vdb…; SATA, SCSI and USB disks share one
-// sequence sda, sdb…. ok is false for a bus KubeVirt does not know.
+// them (vocab.DiskBuses): virtio disks are vda, vdb…; SATA, SCSI and USB
+// disks share one sequence sda, sdb…. ok is false for a bus KubeVirt does
+// not know (which api.Validate refuses).
 func targetPrefix(bus v1.DiskBus) (prefix string, ok bool) {
-	switch bus {
-	case v1.DiskBusVirtio:
-		return "vd", true
-	case v1.DiskBusSATA, v1.DiskBusSCSI, v1.DiskBusUSB:
-		return "sd", true
-	}
-	return "", false
+	return vocab.DiskBuses.Lookup(string(bus))
 }
 
 // maxTargetNames is how many names a prefix has: 26 + 26² + 26³, as many
@@ -142,17 +139,4 @@ func targetIndex(prefix, name string) uint {
 		n = n*26 + int(l-'a') + 1
 	}
 	return uint(n - 1)
-}
-
-// diskBus returns the bus of whichever device kind the disk has.
-func diskBus(disk *v1.Disk) v1.DiskBus {
-	switch {
-	case disk.Disk != nil:
-		return disk.Disk.Bus
-	case disk.LUN != nil:
-		return disk.LUN.Bus
-	case disk.CDRom != nil:
-		return disk.CDRom.Bus
-	}
-	return ""
 }

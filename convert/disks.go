@@ -2,28 +2,25 @@ package convert
 
 import (
 	"fmt"
-	"regexp"
-	"slices"
 	"strings"
 
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	v1 "kubevirt.io/api/core/v1"
 	"libvirt.org/go/libvirtxml"
+
+	"github.com/vmi2libvirt/vmi2libvirt/internal/vocab"
 )
 
 // disks writes one <disk> per spec.domain.devices.disks entry, in spec
 // order, as KubeVirt's converter does: device kind and bus, target name,
 // model, serial, boot order, driver (cache, io, error policy, discard,
 // queues, IO threads), readonly, shareable, alias ua-<name>, and the host
-// side of its volume from the Layout. Every volume must be used by a disk
-// (api.Default adds a disk for each volume without one).
+// side of its volume from the Layout. (api.Default adds a disk for each
+// volume without one; api.Validate holds the disks to KubeVirt's rules.)
 func (c *converter) disks(d *libvirtxml.Domain) error {
-	if c.ioThreadsErr != nil {
-		return c.ioThreadsErr
-	}
 	specDisks := c.spec.Domain.Devices.Disks
 	b := diskBuilder{
-		threads: newIOThreadAssigner(c.ioThreads),
+		threads: c.facts.ioThreads.assigner(),
 		parts:   make([]diskParts, len(specDisks)),
 	}
 	if len(specDisks) > 0 {
@@ -40,30 +37,7 @@ func (c *converter) disks(d *libvirtxml.Domain) error {
 		}
 		d.Devices.Disks = append(d.Devices.Disks, disk)
 	}
-	for i := range c.spec.Volumes {
-		if name := c.spec.Volumes[i].Name; !c.volumeUsed(name) {
-			probs.add(field.Invalid(volumePath(i).Child("name"), name, "no disk uses this volume"))
-		}
-	}
 	return probs.err()
-}
-
-// volumeUsed tells whether a disk (or a filesystem: filesystems are
-// refused by the unsupported area, and their volume is not a second
-// problem) uses the named volume.
-func (c *converter) volumeUsed(name string) bool {
-	devs := &c.spec.Domain.Devices
-	for i := range devs.Disks {
-		if devs.Disks[i].Name == name {
-			return true
-		}
-	}
-	for i := range devs.Filesystems {
-		if devs.Filesystems[i].Name == name {
-			return true
-		}
-	}
-	return false
 }
 
 // volumeIndex returns the index of the first spec.volumes entry with the
@@ -123,9 +97,8 @@ type diskBuilder struct {
 	parts   []diskParts // one per spec.domain.devices.disks entry
 }
 
-// diskDevice is what a disk's device kind says: libvirt's device name, the
-// field it was set under, its bus, whether it is read-only, and a CD-ROM's
-// tray.
+// diskDevice is what a disk's device kind says: libvirt's device name, its
+// bus, whether it is read-only, and a CD-ROM's tray.
 type diskDevice struct {
 	device   string // "disk", "lun" or "cdrom"
 	bus      v1.DiskBus
@@ -133,74 +106,26 @@ type diskDevice struct {
 	tray     v1.TrayState
 }
 
-var diskBuses = []string{string(v1.DiskBusVirtio), string(v1.DiskBusSATA), string(v1.DiskBusSCSI), string(v1.DiskBusUSB)}
-
-// deviceOf reads and checks the device kind of a disk.
-func deviceOf(disk *v1.Disk, p itemPath) (diskDevice, error) {
-	var dev diskDevice
-	kinds := 0
-	if t := disk.Disk; t != nil {
-		kinds++
-		dev = diskDevice{device: "disk", bus: t.Bus, readOnly: t.ReadOnly}
-	}
-	if t := disk.LUN; t != nil {
-		kinds++
-		dev = diskDevice{device: "lun", bus: t.Bus, readOnly: t.ReadOnly}
-	}
-	if t := disk.CDRom; t != nil {
-		kinds++
-		dev = diskDevice{device: "cdrom", bus: t.Bus, readOnly: t.ReadOnly == nil || *t.ReadOnly, tray: t.Tray}
-	}
+// deviceOf reads the device of a disk (vocab.DiskDevice: api.Validate
+// allows one kind; api.Default sets disk when none is).
+func deviceOf(disk *v1.Disk) diskDevice {
+	kind, bus, readOnly := vocab.DiskDevice(disk)
+	dev := diskDevice{device: kind, bus: bus, readOnly: readOnly}
 	switch {
-	case kinds == 0:
-		return dev, field.Required(p.path(), "one of disk, lun or cdrom")
-	case kinds > 1:
-		return dev, field.Invalid(p.path(), disk.Name, "only one of disk, lun or cdrom may be set")
+	case kind == "":
+		dev.device = vocab.DiskKindDisk
+	case disk.CDRom != nil:
+		dev.tray = disk.CDRom.Tray
 	}
-	busPath := func() *field.Path { return p.Child(dev.device, "bus") }
-	switch _, known := targetPrefix(dev.bus); {
-	case dev.bus == "":
-		return dev, field.Required(busPath(), "api.Default sets it")
-	case !known:
-		return dev, field.NotSupported(busPath(), dev.bus, diskBuses)
-	case dev.device == "cdrom" && dev.bus == v1.DiskBusVirtio:
-		return dev, field.Invalid(busPath(), dev.bus, "a CD-ROM cannot be on the virtio bus")
-	case dev.device == "lun" && dev.bus != v1.DiskBusSCSI && dev.bus != v1.DiskBusVirtio:
-		return dev, field.NotSupported(busPath(), dev.bus, []string{string(v1.DiskBusSCSI), string(v1.DiskBusVirtio)})
-	case dev.device == "disk" && dev.bus == v1.DiskBusSATA && dev.readOnly:
-		return dev, field.Invalid(p.Child("disk", "readonly"), true, "SATA hard disks cannot be read-only")
-	}
-	switch dev.tray {
-	case "", v1.TrayStateOpen, v1.TrayStateClosed:
-	default:
-		return dev, field.NotSupported(p.Child("cdrom", "tray"), dev.tray,
-			[]string{string(v1.TrayStateOpen), string(v1.TrayStateClosed)})
-	}
-	return dev, nil
+	return dev
 }
-
-var (
-	// serialPattern is the serial syntax KubeVirt admits (and libvirt's
-	// schema accepts).
-	serialPattern = regexp.MustCompile(`^[A-Za-z0-9_.+-]+$`)
-
-	diskCaches = []string{string(v1.CacheNone), string(v1.CacheWriteThrough), string(v1.CacheWriteBack)}
-	diskIOs    = []string{string(v1.IOThreads), string(v1.IONative)}
-	errorPols  = []string{
-		string(v1.DiskErrorPolicyStop), string(v1.DiskErrorPolicyIgnore),
-		string(v1.DiskErrorPolicyReport), string(v1.DiskErrorPolicyEnospace),
-	}
-)
 
 // disk converts spec.domain.devices.disks[i].
 func (c *converter) disk(b *diskBuilder, i int) (libvirtxml.DomainDisk, error) {
 	spec := &c.spec.Domain.Devices.Disks[i]
 	p := itemPath{disksPath, i}
-	dev, err := deviceOf(spec, p)
-	if err != nil {
-		return libvirtxml.DomainDisk{}, err
-	}
-	if err := checkDiskFields(spec, dev, p); err != nil {
+	dev := deviceOf(spec)
+	if err := checkBlockSize(spec, p); err != nil {
 		return libvirtxml.DomainDisk{}, err
 	}
 
@@ -218,31 +143,24 @@ func (c *converter) disk(b *diskBuilder, i int) (libvirtxml.DomainDisk, error) {
 	// SCSI disks and LUNs sit at the unit their name gives on controller 0,
 	// as KubeVirt places them; a SCSI CD-ROM gets no address and libvirt
 	// assigns one, as with KubeVirt.
-	if dev.bus == v1.DiskBusSCSI && dev.device != "cdrom" {
+	if dev.bus == v1.DiskBusSCSI && dev.device != vocab.DiskKindCDROM {
 		a := new(driveAddressParts)
 		a.unit = parts.unit
 		a.drive = libvirtxml.DomainAddressDrive{Controller: &a.controller, Bus: &a.bus, Unit: &a.unit}
 		a.address.Drive = &a.drive
 		out.Address = &a.address
 	}
-	if spec.Disk != nil && spec.Disk.PciAddress != "" {
-		if dev.bus != v1.DiskBusVirtio {
-			return out, field.Invalid(p.Child("disk", "pciAddress"), spec.Disk.PciAddress, "only virtio disks have a PCI address")
-		}
-		addr, err := parsePCIAddress(spec.Disk.PciAddress)
-		if err != nil {
-			return out, field.Invalid(p.Child("disk", "pciAddress"), spec.Disk.PciAddress, err.Error())
-		}
-		out.Address = &libvirtxml.DomainAddress{PCI: addr}
+	if spec.Disk != nil && spec.Disk.PciAddress != "" && dev.bus == v1.DiskBusVirtio {
+		out.Address = guestPCIAddress(spec.Disk.PciAddress)
 	}
-	if dev.device == "disk" && dev.bus == v1.DiskBusVirtio {
-		out.Model = c.virtioModel
+	if dev.device == vocab.DiskKindDisk && dev.bus == v1.DiskBusVirtio {
+		out.Model = c.facts.virtioModel
 	}
 	if dev.readOnly {
 		out.ReadOnly = &parts.readOnly
 	}
 	cache := string(spec.Cache)
-	if spec.Shareable != nil && *spec.Shareable {
+	if switchedOn(spec.Shareable) {
 		if cache == "" {
 			cache = string(v1.CacheNone)
 		}
@@ -250,11 +168,11 @@ func (c *converter) disk(b *diskBuilder, i int) (libvirtxml.DomainDisk, error) {
 	}
 	driver := &parts.driver
 	*driver = libvirtxml.DomainDiskDriver{Name: "qemu", Cache: cache, IO: string(spec.IO)}
-	if dev.device != "cdrom" {
+	if dev.device != vocab.DiskKindCDROM {
 		driver.Discard = "unmap"
 	}
-	if m := c.spec.Domain.Devices.BlockMultiQueue; m != nil && *m && dev.bus == v1.DiskBusVirtio {
-		parts.queues = c.vcpus()
+	if switchedOn(c.spec.Domain.Devices.BlockMultiQueue) && dev.bus == v1.DiskBusVirtio {
+		parts.queues = c.facts.topology.count()
 		driver.Queues = &parts.queues
 	}
 	out.Driver = driver
@@ -277,50 +195,29 @@ func (c *converter) disk(b *diskBuilder, i int) (libvirtxml.DomainDisk, error) {
 	if spec.ErrorPolicy != nil {
 		out.Driver.ErrorPolicy = string(*spec.ErrorPolicy)
 	}
+	// Only virtio disks have IO threads (api.Validate holds dedicated
+	// ones to virtio, as KubeVirt does).
 	if dev.bus == v1.DiskBusVirtio {
-		b.threads.assign(spec, out.Driver, &parts.ioThread)
-	} else if hasDedicatedIOThread(spec) && (dev.bus != v1.DiskBusSCSI || c.scsiControllerDriver() == nil) {
-		return out, field.Invalid(p.Child("dedicatedIOThread"), true,
-			fmt.Sprintf("IO threads are not supported for disks on a %s bus", dev.bus))
+		if parts.ioThread = b.threads.next(spec); parts.ioThread != 0 {
+			out.Driver.IOThread = &parts.ioThread
+		}
 	}
 	return out, nil
 }
 
-// checkDiskFields refuses the values of a disk's fields that the domain
-// cannot carry. A disk's tag is accepted: KubeVirt writes device metadata
-// only for tagged interfaces, host devices and GPUs, so a disk tag changes
-// nothing there either.
-func checkDiskFields(spec *v1.Disk, dev diskDevice, p itemPath) error {
+// checkBlockSize refuses the block sizes this host cannot give a disk: a
+// discard granularity (libvirt 9.0 has none), and the volume's own block
+// size (which the converter cannot look up). A disk's tag is accepted:
+// KubeVirt writes device metadata only for tagged interfaces, host devices
+// and GPUs, so a disk tag changes nothing there either.
+func checkBlockSize(spec *v1.Disk, p itemPath) error {
+	bs := spec.BlockSize
 	switch {
-	case spec.Serial != "" && dev.device != "disk":
-		return field.Invalid(p.Child("serial"), spec.Serial, "KubeVirt gives a serial to disks only, not to LUNs or CD-ROMs")
-	case spec.Serial != "" && !serialPattern.MatchString(spec.Serial):
-		return field.Invalid(p.Child("serial"), spec.Serial, "must be made of the characters [A-Za-z0-9_.+-]")
-	case spec.Cache != "" && !slices.Contains(diskCaches, string(spec.Cache)):
-		return field.NotSupported(p.Child("cache"), spec.Cache, diskCaches)
-	case spec.IO != "" && !slices.Contains(diskIOs, string(spec.IO)):
-		return field.NotSupported(p.Child("io"), spec.IO, diskIOs)
-	case spec.ErrorPolicy != nil && !slices.Contains(errorPols, string(*spec.ErrorPolicy)):
-		return field.NotSupported(p.Child("errorPolicy"), *spec.ErrorPolicy, errorPols)
-	case spec.BootOrder != nil && *spec.BootOrder < 1:
-		return field.Invalid(p.Child("bootOrder"), *spec.BootOrder, "must be at least 1")
-	case spec.ChangedBlockTracking != nil && *spec.ChangedBlockTracking:
-		return field.Forbidden(p.Child("changedBlockTracking"), "changed block tracking is not supported")
-	}
-	if spec.Shareable != nil && *spec.Shareable {
-		if dev.device != "disk" {
-			return field.Invalid(p.Child("shareable"), true, "KubeVirt shares disks only, not LUNs or CD-ROMs")
-		}
-		if spec.Cache != "" && spec.Cache != v1.CacheNone {
-			return field.Invalid(p.Child("cache"), spec.Cache, "a shareable disk needs cache none")
-		}
-	}
-	if bs := spec.BlockSize; bs != nil && bs.Custom != nil && bs.Custom.DiscardGranularity != nil {
+	case bs == nil:
+	case bs.Custom != nil && bs.Custom.DiscardGranularity != nil:
 		return field.Forbidden(p.Child("blockSize", "custom", "discardGranularity"),
 			"libvirt 9.0 has no blockio discard_granularity")
-	}
-	if bs := spec.BlockSize; bs != nil && bs.Custom == nil && bs.MatchVolume != nil &&
-		(bs.MatchVolume.Enabled == nil || *bs.MatchVolume.Enabled) {
+	case bs.Custom == nil && bs.MatchVolume != nil && optionalOn(bs.MatchVolume.Enabled):
 		return field.Forbidden(p.Child("blockSize", "matchVolume"),
 			"matching the volume's block size needs a look at the host; set blockSize.custom")
 	}
@@ -334,18 +231,18 @@ type reservationLayout interface {
 	ReservationSocket() string
 }
 
-// diskSource fills the host side of a disk from its volume.
+// diskSource fills the host side of a disk from its volume, as the Layout
+// places it. A disk without a volume (which api.Validate refuses) has no
+// source; a CD-ROM without one is an empty drive.
 func (c *converter) diskSource(out *libvirtxml.DomainDisk, parts *diskParts, spec *v1.Disk, dev diskDevice, p itemPath) error {
 	index, ok := c.volumeIndex(spec.Name)
 	if !ok {
-		if dev.device != "cdrom" {
-			return field.NotFound(p.Child("name"), spec.Name)
+		if dev.device == vocab.DiskKindCDROM {
+			parts.source.Block = &libvirtxml.DomainDiskSourceBlock{}
+			out.Source = &parts.source
+			out.Driver.Type = "raw"
+			out.Driver.Discard = "unmap"
 		}
-		// A CD-ROM without a volume is an empty drive.
-		parts.source.Block = &libvirtxml.DomainDiskSourceBlock{}
-		out.Source = &parts.source
-		out.Driver.Type = "raw"
-		out.Driver.Discard = "unmap"
 		return nil
 	}
 	vol := &c.spec.Volumes[index]
@@ -353,10 +250,7 @@ func (c *converter) diskSource(out *libvirtxml.DomainDisk, parts *diskParts, spe
 	if err != nil {
 		return err
 	}
-	kind, n := volumeKindOf(vol)
-	if n != 1 {
-		return field.Invalid(volumePath(index), vol.Name, "a volume has exactly one source")
-	}
+	kind, _ := volumeKindOf(vol)
 
 	switch src.Type {
 	case "", "file":
@@ -382,26 +276,19 @@ func (c *converter) diskSource(out *libvirtxml.DomainDisk, parts *diskParts, spe
 		b.store = libvirtxml.DomainDiskBackingStore{Format: &b.format, Source: &b.source}
 		out.BackingStore = &b.store
 	}
-	if dev.device == "cdrom" && discardOnCDROM(kind) {
+	if dev.device == vocab.DiskKindCDROM && discardOnCDROM(kind) {
 		out.Driver.Discard = "unmap"
 	}
 
-	switch kind {
-	case volDownwardMetrics:
-		if dev.device != "disk" || dev.bus != v1.DiskBusVirtio {
-			return field.Invalid(p.path(), spec.Name, "a downwardMetrics volume needs a disk on the virtio bus")
-		}
-		// KubeVirt gives the metrics disk a plain read-only driver.
+	if kind == volDownwardMetrics {
+		// KubeVirt gives the metrics disk (a virtio disk: api.Validate) a
+		// plain read-only driver.
 		out.ReadOnly = &parts.readOnly
 		*out.Driver = libvirtxml.DomainDiskDriver{Name: "qemu", Type: "raw"}
-	case volPVC:
-		if vol.PersistentVolumeClaim.ReadOnly && !dev.readOnly {
-			return field.Invalid(volumePath(index).Child("persistentVolumeClaim", "readOnly"), true,
-				fmt.Sprintf("a read-only claim needs a read-only disk (%s)", p.Child(dev.device, "readonly")))
-		}
 	}
 
-	if dev.device == "lun" {
+	if dev.device == vocab.DiskKindLUN {
+		// The layout decides whether the volume is a block device.
 		if src.Type != "block" {
 			return field.Invalid(p.Child("lun"), spec.Name,
 				fmt.Sprintf("a LUN needs a block device; %s is a file on the host", volumePath(index)))

@@ -7,13 +7,95 @@
 // used) comes in through Options and its Layout. The same VMI and Options give
 // byte-identical XML on any machine.
 //
+// # Areas and facts
+//
 // Each area of the domain is built by one function in its own file (cpu.go,
-// memory.go, os.go, features.go, clock.go, disks.go, interfaces.go, ...).
-// A VMI field that the converter does not honour is refused with a
-// *field.Error naming its path; nothing is dropped silently. Convert
-// reports every such field, not only the first, as an *Error (a
-// field.ErrorList in the order of the areas; errors.As finds each
-// *field.Error).
+// memory.go, os.go, features.go, clock.go, disks.go, interfaces.go, ...)
+// from the VMI, the options and the facts several areas need, worked out
+// once before any area runs (facts.go: the CPU topology, the virtio model,
+// the guest memory and whether it is a memfd, the IO-thread plan, the host
+// CPUs of dedicated vCPUs). An area writes only its own elements and calls
+// no other area's function; the generic helpers are in helpers.go, the
+// strings the areas build in text.go. So where a VMI field becomes XML is
+// one area's file and facts.go: spec.domain.ioThreadsPolicy is planned in
+// facts.go and written (<iothreads>, <iothreadpin>) by iothreads.go.
+//
+// # What Convert refuses
+//
+// api.Validate is the one source of the rules of a VMI alone (KubeVirt's
+// admission, and this library's own), and every vocabulary (disk buses,
+// video types, NIC models...) is declared once, in internal/vocab, which
+// both packages read. Convert does not check those rules again: given a VMI
+// that api.Validate refuses, it does not panic, and may give a domain.
+// Convert refuses only what depends on the host, the options or the
+// layout, each with a *field.Error naming the field; nothing is dropped
+// silently. It reports every such field, not only the first, as an
+// *api.InvalidError (its Errors in the order of the areas; errors.As finds
+// each *field.Error). TestCatalogueWithoutValidation (internal/pipeline)
+// holds this table to what Convert refuses:
+//
+//	field                                            why it depends on the host
+//	spec.livenessProbe, spec.readinessProbe          KubeVirt's virt-handler runs probes; a plain host has none
+//	spec.resourceClaims                              dynamic resource allocation needs a cluster
+//	spec.utilityVolumes                              utility volumes need a cluster
+//	spec.domain.launchSecurity                       the host's SEV/TDX set-up is not converted
+//	spec.domain.cpu.realtime,                        the host's NUMA topology, which Options do not carry
+//	  spec.domain.cpu.numa.guestMappingPassthrough
+//	spec.domain.firmware.acpi                        the tables are files inside secret volumes, which no layout names
+//	spec.domain.devices.filesystems                  virtiofsd on the host, which the converter does not set up
+//	spec.domain.devices.downwardMetrics              KubeVirt's virt-handler feeds them
+//	metadata.annotations[kubevirt.io/ignitiondata]   a file virt-launcher writes on its host and passes to QEMU
+//	spec.accessCredentials[*].sshPublicKey.propagationMethod.qemuGuestAgent,
+//	  spec.accessCredentials[*].userPassword.propagationMethod.qemuGuestAgent
+//	                                                 KubeVirt's virt-handler talks to the guest agent
+//	                                                 (noCloud and configDrive propagation are the launcher's
+//	                                                 cloud-init volume's: the domain is the same)
+//	spec.domain.devices.disks[*].changedBlockTracking
+//	                                                 KubeVirt's backup machinery on the node
+//	spec.volumes[*].persistentVolumeClaim.hotpluggable,
+//	  spec.volumes[*].dataVolume.hotpluggable        KubeVirt's virt-handler hot-plugs volumes
+//	spec.domain.devices.interfaces[*].tag,           with a config drive: device metadata the host's
+//	  spec.domain.devices.hostDevices[*].tag,        launcher does not write
+//	  spec.domain.devices.gpus[*].tag
+//	spec.domain.cpu.dedicatedCpuPlacement            Options.CPUSet has fewer host CPUs than the VMI pins
+//	spec.domain.ioThreadsPolicy                      supplementalPool: libvirt 9.0 has no <driver><iothreads>
+//	spec.domain.devices.disks[*].blockSize.custom.discardGranularity
+//	                                                 libvirt 9.0 has no discard_granularity
+//	spec.domain.devices.disks[*].blockSize.matchVolume
+//	                                                 the volume's block size is the host's
+//	spec.domain.devices.disks[*].lun                 the layout places the volume on a file, not a block device
+//	spec.domain.features.hyperv.tlbflush.direct,     libvirt 9.0 has no direct or extended TLB flush
+//	  spec.domain.features.hyperv.tlbflush.extended
+//	spec.domain.devices.hostDevices[*],              Options.HostDevices: no entry for the device, or one of
+//	  spec.domain.devices.gpus[*],                   the wrong kind, malformed, or a USB device (which
+//	  spec.domain.devices.interfaces[*].sriov        libvirtxml writes in an order libvirt refuses)
+//	spec.domain.devices.gpus[*].virtualGPUOptions.display.enabled
+//	                                                 Options.HostDevices makes it a PCI GPU: libvirt 9.0 has no
+//	                                                 display there
+//	spec.domain.devices.clientPassthrough            the layout names no socket folder
+//	spec.domain.devices.interfaces[*].passtBinding,  KubeVirt's pod network set-up, a cluster's binding plugins
+//	  spec.domain.devices.interfaces[*].binding
+//	spec.domain.devices.interfaces[*]                the layout's attachment is malformed
+//	spec.domain.devices.interfaces[*].dhcpOptions    the host layout has no DHCP server
+//	spec.networks[*].multus.networkName              HostLayout.Networks does not map it
+//	spec.domain.firmware.bootloader.efi,             Options.EFI names no firmware; the layout no NVRAM file
+//	  spec.domain.firmware.bootloader.efi.secureBoot
+//	spec.domain.firmware.kernelBoot.container.kernelPath,
+//	  spec.domain.firmware.kernelBoot.container.initrdPath
+//	                                                 the layout gives no host path for the file
+//	metadata.annotations[kubevirt.io/placePCIDevicesOnRootComplex]
+//	                                                 more devices (host devices from Options among them) than
+//	                                                 the root bus has slots
+//	spec.volumes[*], spec.volumes[*].name,           the layout cannot place it: no one source, a name that is
+//	  spec.volumes[*].memoryDump,                    no file name, no disk's source, an ephemeral volume
+//	  spec.volumes[*].containerPath,                 without its claim, a source the layout does not place
+//	  spec.volumes[*].ephemeral.persistentVolumeClaim.claimName,
+//	  spec.volumes[*].sysprep, spec.volumes[*].downwardMetrics
+//	spec.volumes[*].hostDisk.path,                   HostLayout.HostDiskAllow does not allow it; a block device
+//	  spec.volumes[*].hostDisk.type                  cannot be created
+//	spec.volumes[*].persistentVolumeClaim.claimName, HostLayout.Claims does not map the claim
+//	  spec.volumes[*].dataVolume.name,
+//	  spec.volumes[*].ephemeral.persistentVolumeClaim.claimName
 //
 // # Cost
 //
@@ -37,7 +119,7 @@
 //     table, and the paths KubeVirtLayout.Paths gives share one string.
 //   - Field paths are made for a refusal only (itemPath); the areas build
 //     no maps; the facts several areas need (the IO-thread plan, the
-//     virtio model, the layout's paths) are worked out once, when the
+//     virtio model, the layout's paths...) are worked out once, when the
 //     converter starts.
 //   - The converter lives on Convert's stack: Convert calls the areas in
 //     turn rather than through a table of functions.

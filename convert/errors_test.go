@@ -14,8 +14,9 @@ import (
 
 // TestConvertReportsEveryProblem: a VMI with three problems in three areas
 // (a hostDisk outside the allowed folders, an unmapped multus network, a
-// GPU without a host address) gets one *convert.Error with the three field
-// errors in the order of the areas, each found by errors.As.
+// GPU without a host address) gets one *api.InvalidError of stage convert
+// with the three field errors in the order of the areas, each found by
+// errors.As.
 func TestConvertReportsEveryProblem(t *testing.T) {
 	data, err := os.ReadFile("testdata/refuse-err-three-problems/vmi.yaml")
 	if err != nil {
@@ -27,15 +28,15 @@ func TestConvertReportsEveryProblem(t *testing.T) {
 	}
 	opts := convert.Options{Layout: convert.HostLayout{StateDir: "/s", ImageStore: "/i", HostDiskAllow: []string{"/srv/vms"}}}
 	_, err = convert.Convert(vmi, opts)
-	var ce *convert.Error
-	if !errors.As(err, &ce) {
-		t.Fatalf("want a *convert.Error, got %T %v", err, err)
+	var ce *api.InvalidError
+	if !errors.As(err, &ce) || ce.Stage != api.StageConvert || ce.Kind != api.KindVMI || !errors.Is(err, api.ErrInvalid) {
+		t.Fatalf("want an *api.InvalidError of a VMI at stage convert, got %T %v", err, err)
 	}
 	want := []string{"spec.volumes[0].hostDisk.path", "spec.networks[1].multus.networkName", "spec.domain.devices.gpus[0]"}
-	if len(ce.Errs) != len(want) {
-		t.Fatalf("want %d field errors, got %d: %v", len(want), len(ce.Errs), err)
+	if len(ce.Errors) != len(want) {
+		t.Fatalf("want %d field errors, got %d: %v", len(want), len(ce.Errors), err)
 	}
-	for i, fe := range ce.Errs {
+	for i, fe := range ce.Errors {
 		if fe.Field != want[i] || fe.Type != field.ErrorTypeInvalid {
 			t.Errorf("error %d: got %s (%s), want %s (Invalid)", i, fe.Field, fe.Type, want[i])
 		}
@@ -47,8 +48,8 @@ func TestConvertReportsEveryProblem(t *testing.T) {
 	if got := len(ce.Unwrap()); got != 3 {
 		t.Errorf("Unwrap gives %d errors, want 3", got)
 	}
-	if err.Error() != ce.Errs.ToAggregate().Error() {
-		t.Errorf("message %q, want field.ErrorList's aggregate %q", err, ce.Errs.ToAggregate())
+	if err.Error() != ce.Errors.ToAggregate().Error() {
+		t.Errorf("message %q, want field.ErrorList's aggregate %q", err, ce.Errors.ToAggregate())
 	}
 }
 
@@ -56,7 +57,7 @@ func TestConvertReportsEveryProblem(t *testing.T) {
 // field error's own.
 func TestConvertOneProblemMessage(t *testing.T) {
 	fe := field.Invalid(field.NewPath("spec", "x"), "v", "bad")
-	if got, want := (&convert.Error{Errs: field.ErrorList{fe}}).Error(), fe.Error(); got != want {
+	if got, want := (&api.InvalidError{Stage: api.StageConvert, Errors: field.ErrorList{fe}}).Error(), fe.Error(); got != want {
 		t.Errorf("got %q, want %q", got, want)
 	}
 }
@@ -64,7 +65,7 @@ func TestConvertOneProblemMessage(t *testing.T) {
 // TestConvertProgrammerErrors: a nil VMI or Layout is a plain error, not a
 // problem of the VMI.
 func TestConvertProgrammerErrors(t *testing.T) {
-	var ce *convert.Error
+	var ce *api.InvalidError
 	if _, err := convert.Convert(nil, convert.KubeVirtOptions()); err == nil || errors.As(err, &ce) {
 		t.Errorf("nil VMI: got %v, want a plain error", err)
 	}

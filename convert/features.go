@@ -1,21 +1,14 @@
 package convert
 
 import (
-	"strings"
-
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	v1 "kubevirt.io/api/core/v1"
 	"libvirt.org/go/libvirtxml"
 )
 
-var featuresPath = domainPath.Child("features")
-
 // defaultSpinlockRetries is KubeVirt's admission default for
 // features.hyperv.spinlocks.spinlocks when spinlocks are on.
 const defaultSpinlockRetries = 4096
-
-// maxVendorIDLength is the longest Hyper-V vendor id libvirt accepts.
-const maxVendorIDLength = 12
 
 // features writes <features> as KubeVirt does on amd64: acpi (on unless
 // disabled), apic, smm, the Hyper-V enlightenments (or Hyper-V
@@ -24,31 +17,29 @@ const maxVendorIDLength = 12
 // the kvm hint-dedicated flag for dedicated CPUs.
 //
 // Unlike KubeVirt, apic.endOfInterrupt is honoured (eoi="on"); KubeVirt
-// leaves it out.
+// leaves it out. (api.Validate holds it to the APIC being on, and a
+// Hyper-V vendor id to what libvirt takes.)
 func (c *converter) features(d *libvirtxml.Domain) error {
 	p := c.parts
 	fl := &p.features
 	f := c.spec.Domain.Features
 	dedicated := c.spec.Domain.CPU != nil && c.spec.Domain.CPU.DedicatedCPUPlacement
 	var more *featureParts
-	if dedicated || f != nil && (f.APIC != nil || smmEnabled(f) || f.KVM != nil || f.Pvspinlock != nil) {
+	smm := f != nil && f.SMM != nil && optionalOn(f.SMM.Enabled)
+	if dedicated || f != nil && (f.APIC != nil || smm || f.KVM != nil || f.Pvspinlock != nil) {
 		more = new(featureParts)
 	}
 	if f != nil {
 		if optionalOn(f.ACPI.Enabled) {
 			fl.ACPI = &p.acpi
 		}
-		if a := f.APIC; a != nil {
-			if optionalOn(a.Enabled) {
-				fl.APIC = &more.apic
-				if a.EndOfInterrupt {
-					fl.APIC.EOI = "on"
-				}
-			} else if a.EndOfInterrupt {
-				return field.Forbidden(featuresPath.Child("apic", "endOfInterrupt"), "needs the APIC enabled")
+		if a := f.APIC; a != nil && optionalOn(a.Enabled) {
+			fl.APIC = &more.apic
+			if a.EndOfInterrupt {
+				fl.APIC.EOI = "on"
 			}
 		}
-		if smmEnabled(f) {
+		if smm {
 			fl.SMM = &more.smm
 		}
 		hv, err := hyperv(f)
@@ -93,25 +84,16 @@ type featureParts struct {
 	pvSpinlock   libvirtxml.DomainFeatureState
 }
 
-// smmEnabled tells whether the VMI asks for System Management Mode.
-func smmEnabled(f *v1.Features) bool {
-	return f != nil && f.SMM != nil && optionalOn(f.SMM.Enabled)
-}
-
 // hyperv returns the <hyperv> element of features.hyperv (each
-// enlightenment that is set, on or off) or of features.hypervPassthrough.
+// enlightenment that is set, on or off) or, without it, of
+// features.hypervPassthrough (api.Validate refuses both at once).
 func hyperv(f *v1.Features) (*libvirtxml.DomainFeatureHyperV, error) {
 	h := f.Hyperv
-	passthrough := f.HypervPassthrough != nil && optionalOn(f.HypervPassthrough.Enabled)
 	if h == nil {
-		if passthrough {
+		if f.HypervPassthrough != nil && optionalOn(f.HypervPassthrough.Enabled) {
 			return &libvirtxml.DomainFeatureHyperV{Mode: "passthrough"}, nil
 		}
 		return nil, nil
-	}
-	hvPath := hypervPath
-	if passthrough {
-		return nil, field.Forbidden(featuresPath.Child("hypervPassthrough"), "may not be combined with spec.domain.features.hyperv")
 	}
 	parts := new(hypervParts)
 	hv := &parts.hyperv
@@ -147,16 +129,7 @@ func hyperv(f *v1.Features) (*libvirtxml.DomainFeatureHyperV, error) {
 		}
 	}
 	if v := h.VendorID; v != nil {
-		on := optionalOn(v.Enabled)
-		switch {
-		case on && v.VendorID == "":
-			return nil, field.Required(hvPath.Child("vendorid", "vendorid"), "a Hyper-V vendor id that is on needs a value")
-		case len(v.VendorID) > maxVendorIDLength:
-			return nil, field.TooLong(hvPath.Child("vendorid", "vendorid"), v.VendorID, maxVendorIDLength)
-		case strings.Contains(v.VendorID, ","):
-			return nil, field.Invalid(hvPath.Child("vendorid", "vendorid"), v.VendorID, "may not contain a comma")
-		}
-		parts.vendorID.State = boolOnOff(on)
+		parts.vendorID.State = boolOnOff(optionalOn(v.Enabled))
 		parts.vendorID.Value = v.VendorID
 		hv.VendorId = &parts.vendorID
 	}
@@ -176,7 +149,7 @@ func hyperv(f *v1.Features) (*libvirtxml.DomainFeatureHyperV, error) {
 			name string
 		}{{t.Direct != nil, "direct"}, {t.Extended != nil, "extended"}} {
 			if sub.set {
-				return nil, field.Forbidden(hvPath.Child("tlbflush", sub.name), "libvirt 9.0 has no direct or extended Hyper-V TLB flush")
+				return nil, field.Forbidden(hypervPath.Child("tlbflush", sub.name), "libvirt 9.0 has no direct or extended Hyper-V TLB flush")
 			}
 		}
 		parts.tlbFlush.State = boolOnOff(optionalOn(t.Enabled))

@@ -1,11 +1,6 @@
 package convert
 
-import (
-	"slices"
-
-	"k8s.io/apimachinery/pkg/util/validation/field"
-	"libvirt.org/go/libvirtxml"
-)
+import "libvirt.org/go/libvirtxml"
 
 // KubeVirt's video defaults.
 const (
@@ -13,19 +8,15 @@ const (
 	videoVRAM  = 16384 // KiB
 )
 
-// videoTypes are the video models spec.domain.devices.video.type may name.
-var videoTypes = []string{"vga", "bochs", "virtio", "cirrus", "ramfb", "qxl"}
-
 // graphics adds a VNC server listening on the Layout's VNC socket and the
 // video device behind it, as KubeVirt does on amd64: spec.domain.devices.video
 // when set, else bochs for EFI guests (when Options.BochsForEFIGuests) and
-// VGA for the others. autoattachGraphicsDevice false leaves both out.
+// VGA for the others. autoattachGraphicsDevice false leaves both out
+// (api.Validate refuses a video device then). The video types are
+// vocab.VideoTypes, written as they are.
 func (c *converter) graphics(d *libvirtxml.Domain) error {
 	devs := &c.spec.Domain.Devices
 	if switchedOff(devs.AutoattachGraphicsDevice) {
-		if devs.Video != nil {
-			return field.Forbidden(videoPath, "a video device needs graphics; autoattachGraphicsDevice is false")
-		}
 		return nil
 	}
 	p := c.parts
@@ -38,9 +29,6 @@ func (c *converter) graphics(d *libvirtxml.Domain) error {
 	model := libvirtxml.DomainVideoModel{Type: "vga", Heads: videoHeads, VRam: videoVRAM}
 	switch {
 	case devs.Video != nil && devs.Video.Type != "":
-		if !slices.Contains(videoTypes, devs.Video.Type) {
-			return field.NotSupported(videoPath.Child("type"), devs.Video.Type, videoTypes)
-		}
 		model.Type = devs.Video.Type
 	case c.opts.BochsForEFIGuests && c.vmi.IsBootloaderEFI():
 		model = libvirtxml.DomainVideoModel{Type: "bochs", Heads: videoHeads}

@@ -56,8 +56,9 @@ func TestHostDevices(t *testing.T) {
 	}
 }
 
-// An SR-IOV interface with a MAC becomes <interface type="hostdev">, so that
-// libvirt programs the VF's MAC (KubeVirt leaves that to the SR-IOV CNI).
+// An SR-IOV interface with a MAC becomes <interface type="hostdev"> (the
+// interfaces area's), not a host device, so that libvirt programs the VF's
+// MAC (KubeVirt leaves that to the SR-IOV CNI).
 func TestSRIOVWithMAC(t *testing.T) {
 	vmi := devVMI([]v1.Interface{
 		{Name: "vf", MacAddress: "02-00-00-00-00-AA", PciAddress: "0000:00:0a.0", InterfaceBindingMethod: v1.InterfaceBindingMethod{SRIOV: &v1.InterfaceSRIOV{}}},
@@ -66,8 +67,10 @@ func TestSRIOVWithMAC(t *testing.T) {
 		o.HostDevices = map[string]HostDevice{"vf": {PCIAddress: "0000:3b:02.1"}}
 	})
 	d := &libvirtxml.Domain{Devices: &libvirtxml.DomainDeviceList{}}
-	if err := c.hostDevices(d); err != nil {
-		t.Fatal(err)
+	for _, area := range []func(*converter, *libvirtxml.Domain) error{(*converter).interfaces, (*converter).hostDevices} {
+		if err := area(c, d); err != nil {
+			t.Fatal(err)
+		}
 	}
 	if len(d.Devices.Hostdevs) != 0 || len(d.Devices.Interfaces) != 1 {
 		t.Fatalf("%d hostdevs and %d interfaces, want 0 and 1", len(d.Devices.Hostdevs), len(d.Devices.Interfaces))

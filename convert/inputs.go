@@ -3,7 +3,6 @@ package convert
 import (
 	"fmt"
 	"path"
-	"slices"
 
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	v1 "kubevirt.io/api/core/v1"
@@ -22,19 +21,9 @@ func (c *converter) inputs(d *libvirtxml.Domain) error {
 	if len(devs.Inputs) > 0 {
 		d.Devices.Inputs = make([]libvirtxml.DomainInput, 0, len(devs.Inputs))
 	}
-	for i, in := range devs.Inputs {
-		fp := itemPath{inputsPath, i}
-		bus := in.Bus
-		switch bus {
-		case "":
-			bus = v1.InputBusUSB
-		case v1.InputBusUSB, v1.InputBusVirtio:
-		default:
-			return field.NotSupported(fp.Child("bus"), string(in.Bus), []string{string(v1.InputBusUSB), string(v1.InputBusVirtio)})
-		}
-		if in.Type != v1.InputTypeTablet && in.Type != "" {
-			return field.NotSupported(fp.Child("type"), string(in.Type), []string{string(v1.InputTypeTablet)})
-		}
+	for i := range devs.Inputs {
+		in := &devs.Inputs[i]
+		bus := inputBus(in)
 		input := libvirtxml.DomainInput{Type: string(v1.InputTypeTablet), Bus: string(bus), Alias: c.uaAlias(in.Name)}
 		if bus == v1.InputBusVirtio {
 			input.Model = v1.VirtIO
@@ -44,7 +33,8 @@ func (c *converter) inputs(d *libvirtxml.Domain) error {
 	if err := c.usbRedirection(d); err != nil {
 		return err
 	}
-	return c.panicDevices(d)
+	c.panicDevices(d)
+	return nil
 }
 
 // usbRedirectionChannels is how many USB devices a client may redirect
@@ -75,41 +65,14 @@ func (c *converter) usbRedirection(d *libvirtxml.Domain) error {
 	return nil
 }
 
-// panicModels are the panic device models KubeVirt accepts.
-var panicModels = []string{string(v1.Isa), string(v1.Hyperv), string(v1.Pvpanic)}
-
 // panicDevices adds spec.domain.devices.panicDevices; a device without a
 // model gets libvirt's default for the machine.
-func (c *converter) panicDevices(d *libvirtxml.Domain) error {
-	for i, p := range c.spec.Domain.Devices.PanicDevices {
+func (c *converter) panicDevices(d *libvirtxml.Domain) {
+	for _, p := range c.spec.Domain.Devices.PanicDevices {
 		var model string
 		if p.Model != nil {
 			model = string(*p.Model)
-			if !slices.Contains(panicModels, model) {
-				return field.NotSupported(devicesPath.Child("panicDevices").Index(i).Child("model"), model, panicModels)
-			}
 		}
 		d.Devices.Panics = append(d.Devices.Panics, libvirtxml.DomainPanic{Model: model})
 	}
-	return nil
 }
-
-// usesUSB reports whether the devices of this file need a USB controller: a
-// USB input or USB redirection. (Disks on the USB bus need one too;
-// controllers.go checks those. USB host devices are refused for now.)
-func (c *converter) usesUSB() bool {
-	devs := &c.spec.Domain.Devices
-	for _, in := range devs.Inputs {
-		if in.Bus == "" || in.Bus == v1.InputBusUSB {
-			return true
-		}
-	}
-	return devs.ClientPassthrough != nil
-}
-
-// switchedOn reports whether an optional switch is set and true.
-func switchedOn(b *bool) bool { return b != nil && *b }
-
-// switchedOff reports whether an optional switch is set and false (most
-// autoattach switches default to true).
-func switchedOff(b *bool) bool { return b != nil && !*b }

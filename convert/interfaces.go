@@ -3,7 +3,6 @@ package convert
 import (
 	"fmt"
 	"net"
-	"slices"
 	"strings"
 
 	"k8s.io/apimachinery/pkg/util/validation/field"
@@ -49,19 +48,17 @@ func isHexDigit(b byte) bool {
 	return '0' <= b && b <= '9' || 'a' <= b && b <= 'f' || 'A' <= b && b <= 'F'
 }
 
-// interfaceModels are the NIC models a VMI may ask for; virtio becomes the
-// converter's virtio model (transitional or not).
-var interfaceModels = []string{"e1000", "e1000e", "igb", "ne2k_pci", "pcnet", "rtl8139", v1.VirtIO}
-
 // maxNetworkQueues caps the queues of a multi-queue virtio NIC: the most a
 // tap device has (KubeVirt's MultiQueueMaxQueues).
 const maxNetworkQueues = 256
 
 // interfaces adds a libvirt <interface> for every bridge or masquerade
-// interface of the VMI, in spec order, attached as the Layout says. SR-IOV
-// interfaces become host devices (see hostDevices) and need an
-// Options.HostDevices entry; absent interfaces are left out; every other
-// binding is refused.
+// interface of the VMI, in spec order, attached as the Layout says, then
+// one <interface type="hostdev"> for every SR-IOV interface with a MAC
+// address (so that libvirt sets the VF's MAC through its physical
+// function, as KubeVirt's SR-IOV CNI does on a node). The other SR-IOV
+// interfaces are host devices (the hostDevices area); absent interfaces
+// are left out. The bindings a plain host lacks are refused.
 func (c *converter) interfaces(d *libvirtxml.Domain) error {
 	devs := &c.spec.Domain.Devices
 	n := len(devs.Interfaces)
@@ -69,27 +66,36 @@ func (c *converter) interfaces(d *libvirtxml.Domain) error {
 		return nil
 	}
 	var probs problems
-	// An SR-IOV interface with a MAC address is added by the host devices
-	// area: the list has room for every interface of the VMI.
 	list := make([]libvirtxml.DomainInterface, 0, n)
 	parts := make([]interfaceParts, n)
 	for i := range devs.Interfaces {
 		iface := &devs.Interfaces[i]
-		path := itemPath{interfacesPath, i}
-		if iface.State == v1.InterfaceStateAbsent {
+		if iface.State == v1.InterfaceStateAbsent || iface.SRIOV != nil {
 			continue
 		}
-		nic, hostDevice, err := c.domainInterfaceOf(path, iface, &parts[i])
+		nic, ok, err := c.domainInterface(itemPath{interfacesPath, i}, iface, &parts[i])
 		if err != nil {
 			if err := probs.add(err); err != nil {
 				return err
 			}
 			continue
 		}
-		if hostDevice {
-			continue // an SR-IOV interface, added by hostDevices
+		if ok {
+			list = append(list, nic)
 		}
-		list = append(list, nic)
+	}
+	for i := range devs.Interfaces {
+		iface := &devs.Interfaces[i]
+		if iface.SRIOV == nil || iface.MacAddress == "" || iface.State == v1.InterfaceStateAbsent {
+			continue
+		}
+		nic, err := c.sriovInterface(i, iface)
+		if err := probs.add(err); err != nil {
+			return err
+		}
+		if nic.Source != nil {
+			list = append(list, nic)
+		}
 	}
 	if len(list) > 0 {
 		d.Devices.Interfaces = list
@@ -115,67 +121,16 @@ type interfaceParts struct {
 	rom      libvirtxml.DomainROM
 }
 
-// domainInterfaceOf checks one interface of the VMI and returns its
-// domain interface, or hostDevice true for an SR-IOV interface, which
-// becomes a host device.
-func (c *converter) domainInterfaceOf(path itemPath, iface *v1.Interface, parts *interfaceParts) (nic libvirtxml.DomainInterface, hostDevice bool, err error) {
-	network := c.networkByName(iface.Name)
-	if network == nil {
-		return nic, false, field.Invalid(path.Child("name"), iface.Name, "no network of spec.networks has this name")
-	}
-	if err := checkBinding(path, iface); err != nil {
-		return nic, false, err
-	}
-	if err := c.checkTag(path, iface.Tag); err != nil {
-		return nic, false, err
-	}
-	if iface.SRIOV != nil {
-		_, _, err := c.lookupHostDevice(path.Child("sriov"), iface.Name, false, hostDevPCI)
-		return nic, true, err
-	}
-	nic, err = c.domainInterface(path, iface, network, parts)
-	return nic, false, err
-}
-
-// checkBinding refuses the bindings that need KubeVirt's pod networking
-// machinery or a cluster's binding plugins.
-func checkBinding(path itemPath, iface *v1.Interface) error {
-	refused := []struct {
-		set   bool
-		field string
-		why   string
-	}{
-		{iface.DeprecatedSlirp != nil, "slirp", "the slirp binding was removed from KubeVirt (v1.3)"},
-		{iface.DeprecatedMacvtap != nil, "macvtap", "the macvtap binding was removed from KubeVirt (v1.3)"},
-		{iface.DeprecatedPasst != nil, "passt", "the passt binding was removed from KubeVirt (v1.3)"},
-		{iface.PasstBinding != nil, "passtBinding", "the passt binding needs KubeVirt's pod network setup; use bridge or masquerade with a Layout that attaches them"},
-		{iface.Binding != nil, "binding", "network binding plugins need a cluster's KubeVirt configuration"},
-	}
-	for _, r := range refused {
-		if r.set {
-			return field.Forbidden(path.Child(r.field), r.why)
-		}
-	}
-	if iface.Bridge == nil && iface.Masquerade == nil && iface.SRIOV == nil {
-		return field.Required(path.path(), "a binding method is required: bridge, masquerade or sriov")
-	}
-	return nil
-}
-
-// checkTag refuses a device tag where KubeVirt would honour it: with a
-// cloudInitConfigDrive volume, KubeVirt writes each tagged device's guest
-// address into the config drive's device metadata, which this library does
-// not. Without a config drive KubeVirt ignores tags, and so does Convert.
-func (c *converter) checkTag(path itemPath, tag string) error {
-	if tag == "" {
-		return nil
-	}
-	for _, v := range c.spec.Volumes {
-		if v.CloudInitConfigDrive != nil {
-			return field.Forbidden(path.Child("tag"), "device tags in the config drive's device metadata are not written")
-		}
-	}
-	return nil
+// refusedBindings are the bindings a plain libvirt host lacks: they need
+// KubeVirt's pod networking machinery or a cluster's binding plugins.
+// (The discontinued slirp, macvtap and passt bindings are api.Validate's.)
+var refusedBindings = []struct {
+	set   func(*v1.Interface) bool
+	field string
+	why   string
+}{
+	{func(i *v1.Interface) bool { return i.PasstBinding != nil }, "passtBinding", "the passt binding needs KubeVirt's pod network setup; use bridge or masquerade with a Layout that attaches them"},
+	{func(i *v1.Interface) bool { return i.Binding != nil }, "binding", "network binding plugins need a cluster's KubeVirt configuration"},
 }
 
 // networkByName returns the spec.networks entry of an interface.
@@ -191,21 +146,25 @@ func (c *converter) networkByName(name string) *v1.Network {
 // domainInterface builds the <interface> of a bridge or masquerade interface
 // as KubeVirt's tap binding does: model, MAC, guest PCI address, ACPI index,
 // boot order (the NIC's option ROM is switched off unless it boots), link
-// state, virtio queues, alias ua-<name>.
-func (c *converter) domainInterface(path itemPath, iface *v1.Interface, network *v1.Network, parts *interfaceParts) (libvirtxml.DomainInterface, error) {
+// state, virtio queues, alias ua-<name>. ok is false for an interface
+// without a network (which api.Validate refuses): it has no <interface>.
+func (c *converter) domainInterface(path itemPath, iface *v1.Interface, parts *interfaceParts) (nic libvirtxml.DomainInterface, ok bool, err error) {
+	for _, r := range refusedBindings {
+		if r.set(iface) {
+			return nic, false, field.Forbidden(path.Child(r.field), r.why)
+		}
+	}
+	network := c.networkByName(iface.Name)
+	if network == nil {
+		return nic, false, nil
+	}
 	parts.alias.Name = c.text.join(UserAliasPrefix, iface.Name)
-	nic := libvirtxml.DomainInterface{Alias: &parts.alias}
+	nic.Alias = &parts.alias
 
-	model := iface.Model
-	if model == "" {
-		model = v1.VirtIO
-	}
-	if !slices.Contains(interfaceModels, model) {
-		return nic, field.NotSupported(path.Child("model"), model, interfaceModels)
-	}
-	parts.model.Type = model
-	if model == v1.VirtIO {
-		parts.model.Type = c.virtioModel
+	parts.model.Type = iface.Model
+	switch iface.Model {
+	case "", v1.VirtIO:
+		parts.model.Type = c.facts.virtioModel
 		if q := c.networkQueues(); q > 0 {
 			nic.Driver = &libvirtxml.DomainInterfaceDriver{Name: "vhost", Queues: q}
 		}
@@ -214,30 +173,22 @@ func (c *converter) domainInterface(path itemPath, iface *v1.Interface, network 
 
 	att, err := c.opts.Layout.Interface(c.vmi, iface, network)
 	if err != nil {
-		return nic, err
+		return nic, false, err
 	}
 	if err := attach(&nic, parts, att); err != nil {
-		return nic, field.Invalid(path.path(), iface.Name, err.Error())
+		return nic, false, field.Invalid(path.path(), iface.Name, err.Error())
 	}
 	if att.Type == "user" && att.Backend == "passt" {
 		nic.PortForward = passtPortForwards(iface.Ports)
 	}
 
 	if iface.MacAddress != "" {
-		mac, ok := libvirtMAC(iface.MacAddress)
-		if !ok {
-			return nic, field.Invalid(path.Child("macAddress"), iface.MacAddress, "not a 6-byte MAC address such as de:ad:00:00:be:af")
+		if mac, ok := libvirtMAC(iface.MacAddress); ok {
+			parts.mac.Address = mac
+			nic.MAC = &parts.mac
 		}
-		parts.mac.Address = mac
-		nic.MAC = &parts.mac
 	}
-	if iface.PciAddress != "" {
-		addr, err := parsePCIAddress(iface.PciAddress)
-		if err != nil {
-			return nic, field.Invalid(path.Child("pciAddress"), iface.PciAddress, err.Error())
-		}
-		nic.Address = &libvirtxml.DomainAddress{PCI: addr}
-	}
+	nic.Address = guestPCIAddress(iface.PciAddress)
 	if iface.ACPIIndex > 0 {
 		nic.ACPI = &libvirtxml.DomainDeviceACPI{Index: uint(iface.ACPIIndex)}
 	}
@@ -248,13 +199,35 @@ func (c *converter) domainInterface(path itemPath, iface *v1.Interface, network 
 		parts.rom.Enabled = "no"
 		nic.ROM = &parts.rom
 	}
-	switch iface.State {
-	case "", v1.InterfaceStateLinkUp:
-	case v1.InterfaceStateLinkDown:
+	if iface.State == v1.InterfaceStateLinkDown {
 		nic.Link = &libvirtxml.DomainInterfaceLink{State: "down"}
-	default:
-		return nic, field.NotSupported(path.Child("state"), string(iface.State),
-			[]string{string(v1.InterfaceStateLinkUp), string(v1.InterfaceStateLinkDown), string(v1.InterfaceStateAbsent)})
+	}
+	return nic, true, nil
+}
+
+// sriovInterface is the <interface type="hostdev"> of an SR-IOV interface
+// with a MAC address: the VF Options.HostDevices names for it, in the
+// guest at the interface's PCI address and boot order, alias
+// ua-sriov-<name>.
+func (c *converter) sriovInterface(i int, iface *v1.Interface) (libvirtxml.DomainInterface, error) {
+	hostDev, _, err := c.opts.hostDevice(interfacesPath.Index(i).Child("sriov"), iface.Name, false, hostDevPCI)
+	if err != nil {
+		return libvirtxml.DomainInterface{}, err
+	}
+	source, _ := parsePCIAddress(hostDev.PCIAddress) // checked by hostDevice
+	nic := libvirtxml.DomainInterface{
+		Managed: "no",
+		Source: &libvirtxml.DomainInterfaceSource{
+			Hostdev: &libvirtxml.DomainInterfaceSourceHostdev{PCI: &libvirtxml.DomainHostdevSubsysPCISource{Address: source}},
+		},
+		Alias:   c.hostDeviceAlias(aliasPrefixSRIOV, iface.Name),
+		Address: guestPCIAddress(iface.PciAddress),
+	}
+	if mac, err := net.ParseMAC(iface.MacAddress); err == nil && len(mac) == 6 {
+		nic.MAC = &libvirtxml.DomainInterfaceMAC{Address: mac.String()}
+	}
+	if iface.BootOrder != nil {
+		nic.Boot = &libvirtxml.DomainDeviceBoot{Order: *iface.BootOrder}
 	}
 	return nic, nil
 }
@@ -266,7 +239,7 @@ func (c *converter) networkQueues() uint {
 	if mq := c.spec.Domain.Devices.NetworkInterfaceMultiQueue; mq == nil || !*mq {
 		return 0
 	}
-	return min(c.vcpus(), maxNetworkQueues)
+	return min(c.facts.topology.count(), maxNetworkQueues)
 }
 
 // attach writes a Layout's host-side attachment into an <interface>.
@@ -328,10 +301,4 @@ func passtPortForwards(ports []v1.Port) []libvirtxml.DomainInterfaceSourcePortFo
 		out = append(out, libvirtxml.DomainInterfaceSourcePortForward{Proto: "udp", Ranges: udp})
 	}
 	return out
-}
-
-// uaAlias is KubeVirt's user alias of a device, "ua-<name>", for devices
-// without parts of their own to hold it.
-func (c *converter) uaAlias(name string) *libvirtxml.DomainAlias {
-	return &libvirtxml.DomainAlias{Name: c.text.join(UserAliasPrefix, name)}
 }

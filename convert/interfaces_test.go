@@ -8,6 +8,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	v1 "kubevirt.io/api/core/v1"
 	"libvirt.org/go/libvirtxml"
+
+	"github.com/vmi2libvirt/vmi2libvirt/api"
 )
 
 // devConverter is a converter for the device areas' tests: the VMI as
@@ -62,6 +64,9 @@ func TestInterfacesKubeVirtLayout(t *testing.T) {
 		cores  uint32
 		want   string
 		errSub string
+		// api: the rule is the VMI's alone, api.Validate's (errSub is
+		// its error); the others are refusals of the converter.
+		api bool
 	}{
 		{
 			name:  "masquerade on the pod network",
@@ -97,6 +102,7 @@ func TestInterfacesKubeVirtLayout(t *testing.T) {
 			iface:  v1.Interface{Name: "default", Model: "virtio-net", InterfaceBindingMethod: v1.InterfaceBindingMethod{Bridge: &v1.InterfaceBridge{}}},
 			net:    podNet("default"),
 			errSub: `spec.domain.devices.interfaces[0].model: Unsupported value: "virtio-net"`,
+			api:    true,
 		},
 		{
 			name:   "binding plugin",
@@ -115,12 +121,14 @@ func TestInterfacesKubeVirtLayout(t *testing.T) {
 			iface:  v1.Interface{Name: "default", MacAddress: "de:ad:00", InterfaceBindingMethod: v1.InterfaceBindingMethod{Bridge: &v1.InterfaceBridge{}}},
 			net:    podNet("default"),
 			errSub: `spec.domain.devices.interfaces[0].macAddress: Invalid value: "de:ad:00"`,
+			api:    true,
 		},
 		{
 			name:   "bad PCI address",
 			iface:  v1.Interface{Name: "default", PciAddress: "81:01.0", InterfaceBindingMethod: v1.InterfaceBindingMethod{Bridge: &v1.InterfaceBridge{}}},
 			net:    podNet("default"),
 			errSub: `spec.domain.devices.interfaces[0].pciAddress: Invalid value: "81:01.0"`,
+			api:    true,
 		},
 		{
 			name:   "sriov without a host device",
@@ -135,8 +143,21 @@ func TestInterfacesKubeVirtLayout(t *testing.T) {
 				vmi.Spec.Domain.Devices.NetworkInterfaceMultiQueue = devPtr(true)
 				vmi.Spec.Domain.CPU = &v1.CPU{Cores: tc.cores, Sockets: 1, Threads: 1}
 			}
+			if tc.api {
+				for _, fe := range api.Validate(vmi) {
+					if strings.Contains(fe.Error(), tc.errSub) {
+						return
+					}
+				}
+				t.Fatalf("api.Validate gives no error containing %q: %v", tc.errSub, api.Validate(vmi))
+			}
+			// SR-IOV interfaces without a MAC address are host devices.
 			d := &libvirtxml.Domain{Devices: &libvirtxml.DomainDeviceList{}}
-			err := devConverter(vmi, nil).interfaces(d)
+			c := devConverter(vmi, nil)
+			err := c.interfaces(d)
+			if err == nil {
+				err = c.hostDevices(d)
+			}
 			if tc.errSub != "" {
 				if err == nil || !strings.Contains(err.Error(), tc.errSub) {
 					t.Fatalf("error = %v, want one containing %q", err, tc.errSub)
@@ -163,9 +184,12 @@ func TestDeviceTags(t *testing.T) {
 	if err := devConverter(vmi, nil).interfaces(d); err != nil {
 		t.Fatalf("a tag without a config drive is ignored, as in KubeVirt: %v", err)
 	}
+	if err := devConverter(vmi, nil).unsupported(d); err != nil {
+		t.Fatalf("a tag without a config drive is ignored, as in KubeVirt: %v", err)
+	}
 	vmi.Spec.Volumes = []v1.Volume{{Name: "cd", VolumeSource: v1.VolumeSource{CloudInitConfigDrive: &v1.CloudInitConfigDriveSource{UserData: "#cloud-config"}}}}
 	want := "spec.domain.devices.interfaces[0].tag: Forbidden: device tags in the config drive's device metadata are not written"
-	if err := devConverter(vmi, nil).interfaces(d); err == nil || err.Error() != want {
+	if err := devConverter(vmi, nil).unsupported(d); err == nil || err.Error() != want {
 		t.Fatalf("error = %v, want %s", err, want)
 	}
 }

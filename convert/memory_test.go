@@ -50,8 +50,7 @@ func TestMemoryFromResources(t *testing.T) {
 		t.Errorf("from request: %v, %+v", err, d.Memory)
 	}
 	vmi.Spec.Domain.Resources = v1.ResourceRequirements{}
-	_, _, err = runArea(t, vmi, nil, (*converter).memory)
-	fieldErr(t, err, "spec.domain.memory.guest", "the guest needs memory")
+	refusedByAPI(t, vmi, "spec.domain.memory.guest", "no memory requested")
 }
 
 // Hugepages: KubeVirt's MemoryBackingConfigurator gives <hugepages/> and a
@@ -88,6 +87,9 @@ func TestMemoryHugepages(t *testing.T) {
 	}
 
 	vmi.Spec.Domain.Memory.Hugepages.PageSize = "3.5Ki"
-	_, _, err = runArea(t, vmi, func(o *Options) { o.HugepageSize = true }, (*converter).memory)
-	fieldErr(t, err, "spec.domain.memory.hugepages.pageSize", "whole number of KiB")
+	refusedByAPI(t, vmi, "spec.domain.memory.hugepages.pageSize", "whole number of KiB")
+	d, _, err = runArea(t, vmi, func(o *Options) { o.HugepageSize = true }, (*converter).memory)
+	if err != nil || len(d.MemoryBacking.MemoryHugePages.Hugepages) != 0 {
+		t.Errorf("without validation: %v, hugepages %+v; want no page size", err, d.MemoryBacking.MemoryHugePages)
+	}
 }

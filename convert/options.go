@@ -1,5 +1,12 @@
 package convert
 
+import (
+	"fmt"
+	"regexp"
+
+	"k8s.io/apimachinery/pkg/util/validation/field"
+)
+
 // Options are the host facts and embedder choices that shape a domain.
 // The zero value is not useful on its own: set at least Layout. KubeVirtOptions
 // returns what KubeVirt's virt-handler passes on an amd64 node.
@@ -106,4 +113,83 @@ func KubeVirtOptions() Options {
 		BochsForEFIGuests:     true,
 		SerialConsoleLog:      true,
 	}
+}
+
+// hostDevKind is the kind of host device an Options.HostDevices entry names.
+type hostDevKind int
+
+const (
+	hostDevPCI hostDevKind = iota
+	hostDevMdev
+	hostDevUSB
+)
+
+// hostDevKindNames name the kinds in error messages.
+var hostDevKindNames = map[hostDevKind]string{
+	hostDevPCI:  "a PCI address",
+	hostDevMdev: "a mediated device uuid",
+	hostDevUSB:  "a USB vendor and product",
+}
+
+var (
+	mdevUUIDPattern = regexp.MustCompile(`^[\da-fA-F]{8}-[\da-fA-F]{4}-[\da-fA-F]{4}-[\da-fA-F]{4}-[\da-fA-F]{12}$`)
+	usbIDPattern    = regexp.MustCompile(`^0x[\da-fA-F]{4}$`)
+)
+
+// hostDevice finds the HostDevices entry of a named device of the VMI and
+// tells which kind it is, or refuses the device: path names the VMI field,
+// dra tells whether the VMI asks for the device through a resource claim,
+// and allowed lists the kinds this device may be.
+func (o *Options) hostDevice(path *field.Path, name string, dra bool, allowed ...hostDevKind) (HostDevice, hostDevKind, error) {
+	hostDev, ok := o.HostDevices[name]
+	if !ok {
+		what := "a device plugin"
+		if dra {
+			what = "a resource claim (DRA)"
+		}
+		return HostDevice{}, 0, field.Invalid(path, name,
+			fmt.Sprintf("host device allocated by %s is not available without a cluster; Options.HostDevices[%q] must give its host address", what, name))
+	}
+	var kinds []hostDevKind
+	if hostDev.PCIAddress != "" {
+		kinds = append(kinds, hostDevPCI)
+	}
+	if hostDev.MdevUUID != "" {
+		kinds = append(kinds, hostDevMdev)
+	}
+	if hostDev.USBVendor != "" || hostDev.USBProduct != "" {
+		kinds = append(kinds, hostDevUSB)
+	}
+	if len(kinds) != 1 {
+		return HostDevice{}, 0, field.Invalid(path, name,
+			fmt.Sprintf("Options.HostDevices[%q] must set exactly one of PCIAddress, MdevUUID or USBVendor and USBProduct", name))
+	}
+	kind := kinds[0]
+	valid := false
+	var want []string
+	for _, k := range allowed {
+		valid = valid || k == kind
+		want = append(want, hostDevKindNames[k])
+	}
+	if !valid {
+		return HostDevice{}, 0, field.Invalid(path, name,
+			fmt.Sprintf("Options.HostDevices[%q] gives %s; this device needs %s", name, hostDevKindNames[kind], joinOr(want)))
+	}
+	var err error
+	switch kind {
+	case hostDevPCI:
+		_, err = parsePCIAddress(hostDev.PCIAddress)
+	case hostDevMdev:
+		if !mdevUUIDPattern.MatchString(hostDev.MdevUUID) {
+			err = fmt.Errorf("MdevUUID %q is not a uuid", hostDev.MdevUUID)
+		}
+	case hostDevUSB:
+		if !usbIDPattern.MatchString(hostDev.USBVendor) || !usbIDPattern.MatchString(hostDev.USBProduct) {
+			err = fmt.Errorf("USBVendor and USBProduct must both be 4-digit hex ids such as 0x46f4, got %q and %q", hostDev.USBVendor, hostDev.USBProduct)
+		}
+	}
+	if err != nil {
+		return HostDevice{}, 0, field.Invalid(path, name, fmt.Sprintf("Options.HostDevices[%q]: %v", name, err))
+	}
+	return hostDev, kind, nil
 }

@@ -36,10 +36,9 @@ func TestOSEFI(t *testing.T) {
 }
 
 func TestOSEFIRefusals(t *testing.T) {
-	_, _, err := runArea(t, efiVMI(nil, false), nil, (*converter).os)
-	fieldErr(t, err, "spec.domain.firmware.bootloader.efi.secureBoot", "secure boot needs SMM")
+	refusedByAPI(t, efiVMI(nil, false), "spec.domain.firmware.bootloader.efi.secureBoot", "secure boot needs SMM")
 
-	_, _, err = runArea(t, efiVMI(nil, true), func(o *Options) { o.EFI.SecureBootVars = "" }, (*converter).os)
+	_, _, err := runArea(t, efiVMI(nil, true), func(o *Options) { o.EFI.SecureBootVars = "" }, (*converter).os)
 	fieldErr(t, err, "spec.domain.firmware.bootloader.efi.secureBoot", "no secure-boot firmware")
 
 	off := false
@@ -47,8 +46,8 @@ func TestOSEFIRefusals(t *testing.T) {
 	fieldErr(t, err, "spec.domain.firmware.bootloader.efi", "no EFI firmware")
 }
 
-// Kernel boot takes the layout's host paths; arguments without a kernel are
-// refused (QEMU refuses -append without -kernel).
+// Kernel boot takes the layout's host paths; api.Validate refuses arguments
+// without a kernel (QEMU refuses -append without -kernel).
 func TestOSKernelBoot(t *testing.T) {
 	vmi := computeVMI(nil)
 	vmi.Spec.Domain.Firmware = &v1.Firmware{KernelBoot: &v1.KernelBoot{
@@ -63,6 +62,7 @@ func TestOSKernelBoot(t *testing.T) {
 		t.Errorf("os = %+v", d.OS)
 	}
 	vmi.Spec.Domain.Firmware.KernelBoot.Container = nil
-	_, _, err = runArea(t, vmi, nil, (*converter).os)
-	fieldErr(t, err, "spec.domain.firmware.kernelBoot.kernelArgs", "need a kernel")
+	refusedByAPI(t, vmi, "spec.domain.firmware.kernelBoot.kernelArgs", "need a kernel")
+	vmi.Spec.Domain.Firmware.KernelBoot.Container = &v1.KernelBootContainer{Image: "k", InitrdPath: "/boot/initrd"}
+	refusedByAPI(t, vmi, "spec.domain.firmware.kernelBoot.kernelArgs", "need a kernel")
 }

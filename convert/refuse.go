@@ -6,31 +6,42 @@ import (
 	"libvirt.org/go/libvirtxml"
 )
 
-// unsupported refuses the VMI fields that no area of the domain honours.
+// unsupported refuses the VMI fields that no area of the domain honours,
+// because what honours them in KubeVirt is missing on a plain libvirt host:
+// KubeVirt's node agent (virt-handler: probes, the guest agent's access
+// credentials, downward metrics), its cluster (dynamic resource
+// allocation, utility volumes, hot-plugged volumes), or something the
+// converter does not set up (virtiofsd, confidential computing, the host's
+// NUMA topology, Ignition's -fw_cfg file, ACPI tables read from secret
+// volumes, changed block tracking, device metadata in a config drive).
+// Each refusal is in one of the two tables below, with its reason.
 //
 // Fields that only steer a cluster's scheduler or pod (nodeSelector,
 // affinity, tolerations, priorityClassName, schedulerName,
 // topologySpreadConstraints, evictionStrategy, dnsPolicy, dnsConfig,
 // subdomain, hostname) give the guest nothing to see and are accepted.
-// Fields that would change the virtual machine or what KubeVirt does with it,
-// and that this library cannot do without a cluster, are refused here;
-// every other field is honoured or refused by the area that owns it. So is
-// the kubevirt.io/ignitiondata annotation, which KubeVirt's converter turns
-// into a QEMU command line argument naming a file virt-launcher writes (and
-// its admission refuses unless the ExperimentalIgnitionSupport gate is on).
+// Access credentials propagated by noCloud or configDrive are accepted
+// too: they change the cloud-init volume the launcher writes, not the
+// domain.
 func (c *converter) unsupported(*libvirtxml.Domain) error {
+	var probs problems
 	for _, r := range refusals {
 		if r.set(c.vmi) {
-			return field.Forbidden(r.path, r.why)
+			probs.add(field.Forbidden(r.path, r.why))
 		}
 	}
-	if a := c.spec.Architecture; a != "" && a != "amd64" {
-		return field.NotSupported(specPath.Child("architecture"), a, []string{"amd64"})
+	for _, r := range itemRefusals {
+		for i := range r.count(c.vmi) {
+			if r.set(c.vmi, i) {
+				probs.add(field.Forbidden(r.path(i), r.why))
+			}
+		}
 	}
-	return nil
+	return probs.err()
 }
 
-// refusals are the fields unsupported refuses, in the order it checks them.
+// refusals are the fields of a VMI that unsupported refuses wherever they
+// are set, in the order it reports them.
 var refusals = []struct {
 	set  func(vmi *v1.VirtualMachineInstance) bool
 	path *field.Path
@@ -38,11 +49,91 @@ var refusals = []struct {
 }{
 	{func(vmi *v1.VirtualMachineInstance) bool { return vmi.Spec.LivenessProbe != nil }, specPath.Child("livenessProbe"), "probes are run by KubeVirt's virt-handler, not by libvirt"},
 	{func(vmi *v1.VirtualMachineInstance) bool { return vmi.Spec.ReadinessProbe != nil }, specPath.Child("readinessProbe"), "probes are run by KubeVirt's virt-handler, not by libvirt"},
-	{func(vmi *v1.VirtualMachineInstance) bool { return len(vmi.Spec.AccessCredentials) > 0 }, specPath.Child("accessCredentials"), "access credentials are propagated by KubeVirt's guest agent integration"},
 	{func(vmi *v1.VirtualMachineInstance) bool { return len(vmi.Spec.ResourceClaims) > 0 }, specPath.Child("resourceClaims"), "dynamic resource allocation needs a cluster"},
 	{func(vmi *v1.VirtualMachineInstance) bool { return len(vmi.Spec.UtilityVolumes) > 0 }, specPath.Child("utilityVolumes"), "utility volumes need a cluster"},
 	{func(vmi *v1.VirtualMachineInstance) bool { return vmi.Spec.Domain.LaunchSecurity != nil }, domainPath.Child("launchSecurity"), "confidential computing (SEV, TDX, Secure Execution) is not converted"},
+	{func(vmi *v1.VirtualMachineInstance) bool {
+		return vmi.Spec.Domain.CPU != nil && vmi.Spec.Domain.CPU.Realtime != nil
+	}, cpuPath.Child("realtime"), "realtime VMIs need a NUMA topology passed through from the host, which the converter is not given"},
+	{func(vmi *v1.VirtualMachineInstance) bool {
+		cpu := vmi.Spec.Domain.CPU
+		return cpu != nil && cpu.Realtime == nil && cpu.NUMA != nil && cpu.NUMA.GuestMappingPassthrough != nil
+	}, cpuPath.Child("numa", "guestMappingPassthrough"), "mapping the host's NUMA cells into the guest needs the host's NUMA topology, which the converter is not given"},
+	{func(vmi *v1.VirtualMachineInstance) bool {
+		return vmi.Spec.Domain.Firmware != nil && vmi.Spec.Domain.Firmware.ACPI != nil
+	}, firmwarePath.Child("acpi"), "ACPI SLIC/MSDM tables from secret volumes are not converted"},
 	{func(vmi *v1.VirtualMachineInstance) bool { return len(vmi.Spec.Domain.Devices.Filesystems) > 0 }, devicesPath.Child("filesystems"), "virtiofs filesystems need virtiofsd, which the converter does not set up"},
-	{func(vmi *v1.VirtualMachineInstance) bool { return vmi.Annotations[v1.IgnitionAnnotation] != "" }, field.NewPath("metadata", "annotations").Key(v1.IgnitionAnnotation),
+	{func(vmi *v1.VirtualMachineInstance) bool { return vmi.Spec.Domain.Devices.DownwardMetrics != nil }, devicesPath.Child("downwardMetrics"), "downward metrics are served by KubeVirt's virt-handler, which is not available"},
+	{func(vmi *v1.VirtualMachineInstance) bool { return vmi.Annotations[v1.IgnitionAnnotation] != "" }, annotationsPath.Key(v1.IgnitionAnnotation),
 		"Ignition data reaches the guest through a file KubeVirt writes and passes with -fw_cfg (feature gate ExperimentalIgnitionSupport); the converter does not"},
+}
+
+// itemRefusals are the fields of the items of a VMI's lists that
+// unsupported refuses wherever they are set: set(vmi, i) for each of the
+// count(vmi) items, refused at path(i).
+var itemRefusals = []struct {
+	count func(vmi *v1.VirtualMachineInstance) int
+	set   func(vmi *v1.VirtualMachineInstance, i int) bool
+	path  func(i int) *field.Path
+	why   string
+}{
+	{numAccessCredentials, func(vmi *v1.VirtualMachineInstance, i int) bool {
+		k := vmi.Spec.AccessCredentials[i].SSHPublicKey
+		return k != nil && k.PropagationMethod.QemuGuestAgent != nil
+	}, func(i int) *field.Path {
+		return specPath.Child("accessCredentials").Index(i).Child("sshPublicKey", "propagationMethod", "qemuGuestAgent")
+	}, "SSH keys reach the guest agent through KubeVirt's virt-handler, which is not available; propagate them with noCloud or configDrive"},
+	{numAccessCredentials, func(vmi *v1.VirtualMachineInstance, i int) bool {
+		p := vmi.Spec.AccessCredentials[i].UserPassword
+		return p != nil && p.PropagationMethod.QemuGuestAgent != nil
+	}, func(i int) *field.Path {
+		return specPath.Child("accessCredentials").Index(i).Child("userPassword", "propagationMethod", "qemuGuestAgent")
+	}, "passwords reach the guest agent through KubeVirt's virt-handler, which is not available"},
+	{numDisks, func(vmi *v1.VirtualMachineInstance, i int) bool {
+		return switchedOn(vmi.Spec.Domain.Devices.Disks[i].ChangedBlockTracking)
+	}, func(i int) *field.Path { return disksPath.Index(i).Child("changedBlockTracking") }, "changed block tracking is not supported"},
+	{numVolumes, func(vmi *v1.VirtualMachineInstance, i int) bool {
+		c := vmi.Spec.Volumes[i].PersistentVolumeClaim
+		return c != nil && c.Hotpluggable
+	}, func(i int) *field.Path { return volumesPath.Index(i).Child("persistentVolumeClaim", "hotpluggable") }, "hot-plugged volumes are not supported"},
+	{numVolumes, func(vmi *v1.VirtualMachineInstance, i int) bool {
+		dv := vmi.Spec.Volumes[i].DataVolume
+		return dv != nil && dv.Hotpluggable
+	}, func(i int) *field.Path { return volumesPath.Index(i).Child("dataVolume", "hotpluggable") }, "hot-plugged volumes are not supported"},
+	// With a cloudInitConfigDrive volume, KubeVirt writes each tagged
+	// device's guest address into the config drive's device metadata;
+	// without one it ignores tags, and so does the converter.
+	{numInterfaces, func(vmi *v1.VirtualMachineInstance, i int) bool {
+		iface := &vmi.Spec.Domain.Devices.Interfaces[i]
+		return iface.Tag != "" && iface.State != v1.InterfaceStateAbsent && hasConfigDrive(vmi)
+	}, func(i int) *field.Path { return interfacesPath.Index(i).Child("tag") }, deviceTagsWhy},
+	{numHostDevices, func(vmi *v1.VirtualMachineInstance, i int) bool {
+		return vmi.Spec.Domain.Devices.HostDevices[i].Tag != "" && hasConfigDrive(vmi)
+	}, func(i int) *field.Path { return hostDevicesPath.Index(i).Child("tag") }, deviceTagsWhy},
+	{numGPUs, func(vmi *v1.VirtualMachineInstance, i int) bool {
+		return vmi.Spec.Domain.Devices.GPUs[i].Tag != "" && hasConfigDrive(vmi)
+	}, func(i int) *field.Path { return gpusPath.Index(i).Child("tag") }, deviceTagsWhy},
+}
+
+// deviceTagsWhy is why a device tag is refused.
+const deviceTagsWhy = "device tags in the config drive's device metadata are not written"
+
+// The lengths of the lists itemRefusals go through.
+var (
+	numAccessCredentials = func(vmi *v1.VirtualMachineInstance) int { return len(vmi.Spec.AccessCredentials) }
+	numDisks             = func(vmi *v1.VirtualMachineInstance) int { return len(vmi.Spec.Domain.Devices.Disks) }
+	numVolumes           = func(vmi *v1.VirtualMachineInstance) int { return len(vmi.Spec.Volumes) }
+	numInterfaces        = func(vmi *v1.VirtualMachineInstance) int { return len(vmi.Spec.Domain.Devices.Interfaces) }
+	numHostDevices       = func(vmi *v1.VirtualMachineInstance) int { return len(vmi.Spec.Domain.Devices.HostDevices) }
+	numGPUs              = func(vmi *v1.VirtualMachineInstance) int { return len(vmi.Spec.Domain.Devices.GPUs) }
+)
+
+// hasConfigDrive tells whether a volume of the VMI is a cloudInitConfigDrive.
+func hasConfigDrive(vmi *v1.VirtualMachineInstance) bool {
+	for i := range vmi.Spec.Volumes {
+		if vmi.Spec.Volumes[i].CloudInitConfigDrive != nil {
+			return true
+		}
+	}
+	return false
 }

@@ -11,7 +11,7 @@ func (c *converter) rng(d *libvirtxml.Domain) error {
 	p := c.parts
 	p.rngRandom.Device = "/dev/urandom"
 	p.rngBackend.Random = &p.rngRandom
-	p.rngs[0] = libvirtxml.DomainRNG{Model: c.virtioModel, Backend: &p.rngBackend}
+	p.rngs[0] = libvirtxml.DomainRNG{Model: c.facts.virtioModel, Backend: &p.rngBackend}
 	d.Devices.RNGs = p.rngs[:]
 	return nil
 }

@@ -26,7 +26,7 @@ func (c *converter) rootComplex(d *libvirtxml.Domain) error {
 	if c.vmi.Annotations[v1.PlacePCIDevicesOnRootComplex] != "true" {
 		return nil
 	}
-	p := rootComplexAnnotationPath
+	p := annotationsPath.Key(v1.PlacePCIDevicesOnRootComplex)
 	last := uint(0)
 	place := func(a **libvirtxml.DomainAddress) error {
 		if *a != nil && ((*a).PCI == nil || (*a).PCI.Domain != nil) {

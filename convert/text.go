@@ -5,6 +5,7 @@ import (
 	"strings"
 
 	v1 "kubevirt.io/api/core/v1"
+	"libvirt.org/go/libvirtxml"
 )
 
 // text holds the strings one conversion builds (the domain's name, device
@@ -38,6 +39,27 @@ func (t *text) decimal(n uint64) string {
 // names (a disk, an interface, an input...): "ua-<name>". Status reports read
 // the device's name back from it.
 const UserAliasPrefix = "ua-"
+
+// Alias prefixes of host devices, as KubeVirt names them: the alias of a
+// device-plugin GPU "gpu1" is "ua-gpu-gpu1".
+const (
+	aliasPrefixHostDevice    = "hostdevice-"
+	aliasPrefixDRAHostDevice = "dra-hostdevice-"
+	aliasPrefixGPU           = "gpu-"
+	aliasPrefixDRAGPU        = "dra-gpu-"
+	aliasPrefixSRIOV         = "sriov-"
+)
+
+// uaAlias is KubeVirt's user alias of a device, "ua-<name>", for devices
+// without parts of their own to hold it.
+func (c *converter) uaAlias(name string) *libvirtxml.DomainAlias {
+	return &libvirtxml.DomainAlias{Name: c.text.join(UserAliasPrefix, name)}
+}
+
+// hostDeviceAlias is the alias of a host device: "ua-<prefix><name>".
+func (c *converter) hostDeviceAlias(prefix, name string) *libvirtxml.DomainAlias {
+	return &libvirtxml.DomainAlias{Name: c.text.join(UserAliasPrefix, prefix, name)}
+}
 
 // textSize is how much text converting vmi builds in the common case: the
 // domain's name and the aliases of its devices. A guess that falls short

@@ -13,8 +13,10 @@
 //   - layers are flattened as a container runtime does (whiteouts, opaque
 //     folders), through an os.Root, refusing what could reach outside the
 //     image: paths with "..", absolute paths, symbolic or hard links leading
-//     out, device files (ErrBadImage), and more than Config.MaxImageSize
-//     bytes (ErrTooLarge);
+//     out, device files, names and link targets beyond Linux's limits
+//     (4096 bytes, 255 a component) or more than 256 components deep
+//     (ErrBadImage), and more than Config.MaxImageSize bytes or 1,048,576
+//     tar entries (ErrTooLarge);
 //   - an image is extracted into a temporary folder and renamed into place
 //     whole, so a pull cut off leaves nothing that looks complete, and the
 //     store is unchanged by a failed pull;

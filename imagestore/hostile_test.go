@@ -61,6 +61,10 @@ func TestHostileLayers(t *testing.T) {
 		{"block device", one(disk, entry{name: "dev/sda", typeflag: tar.TypeBlock}), ErrBadImage, "device file"},
 		{"named pipe", one(disk, entry{name: "run/fifo", typeflag: tar.TypeFifo}), ErrBadImage, "named pipe"},
 		{"whiteout of dot-dot", one(disk, file("disk/.wh...", "")), ErrBadImage, "whiteout"},
+		{"name component of 256 bytes", one(disk, file("etc/"+strings.Repeat("n", 256), "x")), ErrBadImage, "a component of 256 bytes, longer than 255"},
+		{"folders too deep", one(disk, dir(strings.Repeat("d/", 257))), ErrBadImage, "more than 256 components"},
+		{"absolute symlink too long once relative", one(disk, symlink("disk/deep/link", "/"+strings.Repeat(strings.Repeat("t", 255)+"/", 15)+strings.Repeat("t", 250))),
+			ErrBadImage, "is 4096 bytes, longer than 4095"},
 		{"disk over the size limit", one(file("disk/disk.img", strings.Repeat("x", 5000))), ErrTooLarge, "exceeds the limit"},
 		{"files over the size limit together", one(file("disk/disk.img", strings.Repeat("x", 3000)), file("disk/b", strings.Repeat("y", 3000))), ErrTooLarge, "exceeds the limit"},
 		{"layer not a tar", func(t *testing.T) []v1.Layer {

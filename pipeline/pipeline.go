@@ -24,7 +24,6 @@ import (
 	"errors"
 	"fmt"
 
-	"k8s.io/apimachinery/pkg/util/validation/field"
 	v1 "kubevirt.io/api/core/v1"
 	"libvirt.org/go/libvirtxml"
 
@@ -65,11 +64,11 @@ type Result struct {
 // *InvalidError; a Config without a layout, or a domain libvirtxml cannot
 // marshal, is another error.
 func FromDocument(data []byte, cfg Config) (Result, error) {
-	vmi, kind, err := api.DecodeDocument(data)
+	doc, err := api.DecodeDocument(data)
 	if err != nil {
-		return Result{Kind: kind}, newInvalidError(kind, "decode", err)
+		return Result{Kind: doc.Kind}, err
 	}
-	return run(vmi, kind, cfg)
+	return run(doc, cfg)
 }
 
 // FromVMI defaults (a copy of) vmi, validates and converts it, and marshals
@@ -78,7 +77,7 @@ func FromVMI(vmi *v1.VirtualMachineInstance, cfg Config) (Result, error) {
 	if vmi == nil {
 		return Result{}, errors.New("pipeline: nil VirtualMachineInstance")
 	}
-	return run(vmi.DeepCopy(), api.KindVMI, cfg)
+	return run(api.Document{Kind: api.KindVMI, VMI: vmi.DeepCopy()}, cfg)
 }
 
 // Admit is the first half of FromVMI: KubeVirt's defaults on a copy of vmi,
@@ -91,8 +90,8 @@ func Admit(vmi *v1.VirtualMachineInstance, cfg Config) (*v1.VirtualMachineInstan
 	if vmi == nil {
 		return nil, errors.New("pipeline: nil VirtualMachineInstance")
 	}
-	v := vmi.DeepCopy()
-	return v, admit(v, api.KindVMI, cfg)
+	doc := api.Document{Kind: api.KindVMI, VMI: vmi.DeepCopy()}
+	return doc.VMI, admit(doc, cfg)
 }
 
 // Convert is the second half of FromVMI: it converts vmi, which Admit
@@ -100,16 +99,17 @@ func Admit(vmi *v1.VirtualMachineInstance, cfg Config) (*v1.VirtualMachineInstan
 // (domain.Marshal). A VMI the converter refuses is an *InvalidError of stage
 // "convert"; vmi is not modified.
 func Convert(vmi *v1.VirtualMachineInstance, cfg Config) (*libvirtxml.Domain, error) {
-	return convertAs(vmi, api.KindVMI, cfg)
+	return convertDoc(api.Document{Kind: api.KindVMI, VMI: vmi}, cfg)
 }
 
-// run defaults, validates, converts and marshals vmi, which it owns.
-func run(vmi *v1.VirtualMachineInstance, kind string, cfg Config) (Result, error) {
-	r := Result{Kind: kind, VMI: vmi}
-	if err := admit(vmi, kind, cfg); err != nil {
+// run defaults, validates, converts and marshals the document's VMI, which
+// it owns.
+func run(doc api.Document, cfg Config) (Result, error) {
+	r := Result{Kind: doc.Kind, VMI: doc.VMI}
+	if err := admit(doc, cfg); err != nil {
 		return r, err
 	}
-	d, err := convertAs(vmi, kind, cfg)
+	d, err := convertDoc(doc, cfg)
 	if err != nil {
 		return r, err
 	}
@@ -122,55 +122,28 @@ func run(vmi *v1.VirtualMachineInstance, kind string, cfg Config) (Result, error
 	return r, nil
 }
 
-// admit defaults and validates vmi, which it owns, the VMI of a document of
-// the given kind.
-func admit(vmi *v1.VirtualMachineInstance, kind string, cfg Config) error {
-	api.Default(vmi, cfg.Cluster)
+// admit defaults and validates the document's VMI, which it owns.
+func admit(doc api.Document, cfg Config) error {
+	api.Default(doc.VMI, cfg.Cluster)
 	validate := api.Validate
 	if cfg.Create {
 		validate = api.ValidateCreate
 	}
-	if errs := validate(vmi); len(errs) > 0 {
-		errs = api.InDocument(kind, errs)
-		return newInvalidError(kind, "validate", errs.ToAggregate())
+	if errs := validate(doc.VMI); len(errs) > 0 {
+		return doc.Invalid(api.StageValidate, errs)
 	}
 	return nil
 }
 
-// convertAs converts vmi, the admitted VMI of a document of the given kind.
-func convertAs(vmi *v1.VirtualMachineInstance, kind string, cfg Config) (*libvirtxml.Domain, error) {
-	d, err := convert.Convert(vmi, cfg.Options)
+// convertDoc converts the document's admitted VMI.
+func convertDoc(doc api.Document, cfg Config) (*libvirtxml.Domain, error) {
+	d, err := convert.Convert(doc.VMI, cfg.Options)
 	if err != nil {
-		if fieldErrors(err) == nil {
+		var invalid *InvalidError
+		if !errors.As(err, &invalid) {
 			return nil, fmt.Errorf("pipeline: convert: %w", err) // not the input's fault
 		}
-		return nil, newInvalidError(kind, "convert", err)
+		return nil, doc.Invalid(api.StageConvert, invalid.Errors)
 	}
 	return d, nil
-}
-
-// fieldErrors returns the field errors err carries: itself, the errors it
-// unwraps to, or an aggregate's.
-func fieldErrors(err error) field.ErrorList {
-	var out field.ErrorList
-	var walk func(error)
-	walk = func(err error) {
-		switch e := err.(type) {
-		case nil:
-		case *field.Error:
-			out = append(out, e)
-		case interface{ Errors() []error }: // utilerrors.Aggregate
-			for _, x := range e.Errors() {
-				walk(x)
-			}
-		case interface{ Unwrap() []error }:
-			for _, x := range e.Unwrap() {
-				walk(x)
-			}
-		case interface{ Unwrap() error }:
-			walk(e.Unwrap())
-		}
-	}
-	walk(err)
-	return out
 }

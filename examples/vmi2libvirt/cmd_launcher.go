@@ -175,10 +175,10 @@ func completeNames(lf *launcherFlags, vf *vmiFlags) cobra.CompletionFunc {
 // inDocument gives the field errors of a launcher's *InvalidError the
 // paths of the document the VMI came from (spec.template.spec.… for a
 // VirtualMachine).
-func inDocument(kind string, err error) error {
+func inDocument(doc api.Document, err error) error {
 	var invalid *pipeline.InvalidError
-	if !errors.As(err, &invalid) || len(invalid.Errors) == 0 || kind == api.KindVMI {
+	if !errors.As(err, &invalid) || len(invalid.Errors) == 0 || doc.Kind == api.KindVMI {
 		return err
 	}
-	return &pipeline.InvalidError{Kind: kind, Stage: invalid.Stage, Errors: api.InDocument(kind, invalid.Errors)}
+	return doc.Invalid(invalid.Stage, invalid.Errors)
 }

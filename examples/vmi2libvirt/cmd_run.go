@@ -58,11 +58,12 @@ write nothing.`,
 			}
 			doc := docs[0]
 			fail := &failures{w: cmd.ErrOrStderr()}
-			vmi, kind, err := api.DecodeDocument(doc.data)
+			decoded, err := api.DecodeDocument(doc.data)
 			if err != nil {
 				fail.problems(problemsOf(doc, err), exitInvalid)
 				return fail.err()
 			}
+			vmi := decoded.VMI
 			switch {
 			case vmi.Namespace == "":
 				vmi.Namespace = namespace
@@ -73,13 +74,13 @@ write nothing.`,
 				if dryRun {
 					plan, err := l.Plan(ctx, vmi)
 					if err != nil {
-						return launcherFailure(fail, doc, kind, err)
+						return launcherFailure(fail, doc, decoded, err)
 					}
 					_, err = cmd.OutOrStdout().Write(plan.XML)
 					return err
 				}
 				if err := l.Sync(ctx, vmi); err != nil {
-					return launcherFailure(fail, doc, kind, err)
+					return launcherFailure(fail, doc, decoded, err)
 				}
 				st, err := l.Status(ctx, vmi)
 				if err != nil {
@@ -105,8 +106,8 @@ write nothing.`,
 // launcherFailure reports a launcher's error for the VMI of doc: each
 // problem of a VMI refused, at its place in the document; any other error
 // as it is.
-func launcherFailure(fail *failures, doc document, kind string, err error) error {
-	err = launcherError(inDocument(kind, err))
+func launcherFailure(fail *failures, doc document, decoded api.Document, err error) error {
+	err = launcherError(inDocument(decoded, err))
 	if codeOf(err) == exitInvalid {
 		fail.problems(problemsOf(doc, err), exitInvalid)
 		return fail.err()

@@ -6,7 +6,6 @@ import (
 
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
-	"github.com/vmi2libvirt/vmi2libvirt/api"
 	"github.com/vmi2libvirt/vmi2libvirt/pipeline"
 )
 
@@ -54,12 +53,8 @@ func problemsOf(doc document, err error) []problem {
 	var stage string
 	var errs field.ErrorList
 	var invalid *pipeline.InvalidError
-	var decode *api.DecodeError
-	switch {
-	case errors.As(err, &invalid):
+	if errors.As(err, &invalid) {
 		stage, errs = invalid.Stage, invalid.Errors
-	case errors.As(err, &decode):
-		stage, errs = "decode", decode.Errs
 	}
 	base.Stage = stage
 	if len(errs) == 0 {
@@ -82,10 +77,7 @@ func problemsOf(doc document, err error) []problem {
 // the pipeline's own message uses (the decoder words some errors its own
 // way: "unknown field").
 func fieldMessage(stage string, fe *field.Error) string {
-	msg := fe.Error()
-	if stage == "decode" {
-		msg = (&api.DecodeError{Errs: field.ErrorList{fe}}).Error()
-	}
+	msg := (&pipeline.InvalidError{Stage: stage, Errors: field.ErrorList{fe}}).Error()
 	return strings.TrimPrefix(msg, fe.Field+": ")
 }
 

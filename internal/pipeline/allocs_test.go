@@ -99,7 +99,7 @@ func bytesPerRun(runs int, f func()) int {
 }
 
 func decodeOnly(data []byte) error {
-	_, _, err := api.DecodeDocument(data)
+	_, err := api.DecodeDocument(data)
 	return err
 }
 

@@ -113,8 +113,8 @@ func checkPipeline(data []byte, opts convert.Options) error {
 	if err != nil {
 		// Decode's field errors carry the keys of the document as
 		// written, whatever they are ("0: unknown field").
-		var de *api.DecodeError
-		if errors.As(err, &de) && len(de.Errs) > 0 {
+		var de *api.InvalidError
+		if errors.As(err, &de) && de.Stage == api.StageDecode && len(de.Errors) > 0 {
 			return nil
 		}
 		if !namesPlace(err.Error()) {

@@ -1,5 +1,6 @@
 // Package pipeline holds the project's test fixtures of the pure pipeline:
-// the invalid-VMI catalogue (testdata/invalid) and the pipeline's fuzz
+// the invalid-VMI catalogue (testdata/invalid), run through the pipeline
+// and through the converter without validation, and the pipeline's fuzz
 // target. Prepare and Run are the public package
 // github.com/vmi2libvirt/vmi2libvirt/pipeline with the arguments the golden
 // tests, the benchmarks and kvbench pass; they add nothing to it. Only tests
@@ -20,15 +21,15 @@ type Result = pipeline.Result
 // Prepare decodes, defaults and validates one document (no conversion).
 // The VMI is returned even when validation fails.
 func Prepare(data []byte, cluster api.ClusterConfig) (*v1.VirtualMachineInstance, error) {
-	vmi, kind, err := api.DecodeDocument(data)
+	doc, err := api.DecodeDocument(data)
 	if err != nil {
 		return nil, err
 	}
-	api.Default(vmi, cluster)
-	if errs := api.Validate(vmi); len(errs) > 0 {
-		return vmi, api.InDocument(kind, errs).ToAggregate()
+	api.Default(doc.VMI, cluster)
+	if errs := api.Validate(doc.VMI); len(errs) > 0 {
+		return doc.VMI, doc.Invalid(api.StageValidate, errs)
 	}
-	return vmi, nil
+	return doc.VMI, nil
 }
 
 // Convert is pipeline.FromDocument with cluster and opts.

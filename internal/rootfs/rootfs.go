@@ -5,6 +5,15 @@
 // with an error rather than skipped: paths with "..", absolute paths,
 // symbolic or hard links leading out, device files, more bytes than a
 // limit.
+//
+// Layers come from registries that are not trusted, so the work of
+// extracting them is bounded by their size (limits.go): names longer than
+// 4096 bytes, link targets longer than 4095 (an absolute one once made
+// relative), a component longer than 255 bytes or more than 256
+// components in a name or target, and more than 1,048,576 entries are
+// refused with an error naming the limit; and each folder is made once,
+// then given its mode and synced opened in its parent's, so that a chain
+// of folders costs lookups in proportion to its length, not its square.
 package rootfs
 
 import (
@@ -28,15 +37,6 @@ const (
 	whiteoutMeta   = ".wh..wh."
 	opaqueWhiteout = ".wh..wh..opq"
 )
-
-// maxPath bounds the length of an entry's name and a link's target, as
-// Linux's PATH_MAX does (a longer one could not be opened anyway), so that
-// names a megabyte long cost no time.
-const maxPath = 4096
-
-// maxEntries bounds how many tar entries the layers may have, so that an
-// image of millions of empty files cannot exhaust the host's inodes.
-const maxEntries = 1 << 20
 
 // File modes of what the Extractor writes: QEMU (another user) reads
 // images.
@@ -112,6 +112,12 @@ type Extractor struct {
 	// symlinks are the symbolic links created, checked at the end.
 	symlinks []string
 	buf      []byte
+	// steps counts the components of the paths handed to the os.Root,
+	// each a lookup of the kernel's (an openat): the work of extraction
+	// beside reading and writing bytes, which tests bound by the layers'
+	// size. A symbolic link that the os.Root follows costs more than its
+	// path's components.
+	steps int64
 }
 
 type hardLink struct{ name, target string }
@@ -186,7 +192,6 @@ func (x *Extractor) entry(tr *tar.Reader, hdr *tar.Header, layerOpaque map[strin
 	}
 	switch hdr.Typeflag {
 	case tar.TypeDir:
-		x.seen[name] = false
 		return x.mkdirs(name)
 	case tar.TypeReg, tar.TypeGNUSparse:
 		return x.file(name, tr, hdr.Size)
@@ -199,12 +204,15 @@ func (x *Extractor) entry(tr *tar.Reader, hdr *tar.Header, layerOpaque map[strin
 		if err := x.mkdirs(dir); err != nil {
 			return err
 		}
-		if err := x.root.Symlink(target, name); err != nil {
+		if err := x.root.Symlink(target, x.at(name)); err != nil {
 			return wrote(err)
 		}
 		x.symlinks = append(x.symlinks, name)
 		return nil
 	case tar.TypeLink:
+		if why := checkComponents(hdr.Linkname); why != "" {
+			return &EntryError{hdr.Name, "hard link to a target with " + why}
+		}
 		target, err := entryName(hdr.Linkname)
 		if err != nil || target == "." {
 			return &EntryError{hdr.Name, fmt.Sprintf("hard link to %q, which leads out of the image", hdr.Linkname)}
@@ -239,16 +247,28 @@ func entryName(raw string) (string, error) {
 			return "", &EntryError{raw, `path with ".."`}
 		}
 	}
+	if why := checkComponents(raw); why != "" {
+		return "", &EntryError{raw, "name with " + why}
+	}
 	return path.Clean(raw), nil
 }
 
 // symlinkTarget checks the target of a symbolic link at name and returns
 // what to write: a target is read as a container would, in the image's
 // root, and must not climb out of it; an absolute one is made relative to
-// the link's folder, so that it cannot name a file of the host.
+// the link's folder, so that it cannot name a file of the host. What it
+// returns is shorter than maxPath, as Linux needs of a link's target.
 func symlinkTarget(name, target string) (string, error) {
-	if target == "" || len(target) > maxPath || strings.ContainsRune(target, 0) {
-		return "", &EntryError{name, "symbolic link with an empty, too long or invalid target"}
+	switch {
+	case target == "":
+		return "", &EntryError{name, "symbolic link with an empty target"}
+	case len(target) >= maxPath:
+		return "", &EntryError{name, fmt.Sprintf("symbolic link to a target of %d bytes, longer than %d", len(target), maxPath-1)}
+	case strings.ContainsRune(target, 0):
+		return "", &EntryError{name, "symbolic link to a target holding a NUL byte"}
+	}
+	if why := checkComponents(target); why != "" {
+		return "", &EntryError{name, "symbolic link to a target with " + why}
 	}
 	dir := path.Dir(name)
 	depth := 0
@@ -277,6 +297,9 @@ func symlinkTarget(name, target string) (string, error) {
 	if rel == "" {
 		rel = "."
 	}
+	if len(rel) >= maxPath {
+		return "", &EntryError{name, fmt.Sprintf("symbolic link to an absolute target that, made relative to the link's folder, is %d bytes, longer than %d", len(rel), maxPath-1)}
+	}
 	return rel, nil
 }
 
@@ -289,30 +312,6 @@ func (x *Extractor) hidden(name string) bool {
 		}
 	}
 	return false
-}
-
-// mkdirs creates the folder dir and its parents, and marks them as
-// folders so that no lower layer puts a file or link in their place.
-func (x *Extractor) mkdirs(dir string) error {
-	if dir == "." {
-		return nil
-	}
-	for d := dir; d != "."; d = path.Dir(d) {
-		if _, ok := x.seen[d]; ok && d != dir {
-			break
-		}
-		x.seen[d] = false
-	}
-	if st, err := x.root.Lstat(dir); err == nil && st.IsDir() {
-		return nil
-	}
-	if err := x.root.MkdirAll(dir, folderMode); err != nil {
-		return wrote(err)
-	}
-	for d := dir; d != "."; d = path.Dir(d) {
-		x.folders = append(x.folders, d)
-	}
-	return nil
 }
 
 // file writes a regular file of size bytes from r, skipping blocks of
@@ -329,7 +328,7 @@ func (x *Extractor) file(name string, r io.Reader, size int64) error {
 	if err := x.mkdirs(path.Dir(name)); err != nil {
 		return err
 	}
-	f, err := x.root.OpenFile(name, os.O_WRONLY|os.O_CREATE|os.O_EXCL, fileMode)
+	f, err := x.root.OpenFile(x.at(name), os.O_WRONLY|os.O_CREATE|os.O_EXCL, fileMode)
 	if err != nil {
 		return wrote(err)
 	}
@@ -375,42 +374,26 @@ func copySparse(f *os.File, r io.Reader, size int64, buf []byte) error {
 // discarded.
 func (x *Extractor) Finish() error {
 	for _, l := range x.links {
-		st, err := x.root.Lstat(l.target)
+		st, err := x.root.Lstat(x.at(l.target))
 		if err != nil || !st.Mode().IsRegular() {
 			return &EntryError{l.name, fmt.Sprintf("hard link to %q, which is not a regular file of the image", l.target)}
 		}
-		if err := x.root.Link(l.target, l.name); err != nil {
+		if err := x.root.Link(x.at(l.target), x.at(l.name)); err != nil {
 			return wrote(err)
 		}
 	}
 	for _, s := range x.symlinks {
-		_, err := x.root.Stat(s)
+		_, err := x.root.Stat(x.at(s))
 		if err != nil && !errors.Is(err, fs.ErrNotExist) && !errors.Is(err, syscall.ENOTDIR) {
 			return &EntryError{s, "symbolic link that leads out of the image or loops: " + err.Error()}
 		}
 	}
-	for _, d := range x.folders {
-		if err := x.root.Chmod(d, folderMode); err != nil {
-			return wrote(err)
-		}
-	}
-	for _, d := range append(x.folders, ".") {
-		if err := syncFolder(x.root, d); err != nil {
-			return wrote(err)
-		}
-	}
-	return nil
+	return x.settleFolders()
 }
 
-// syncFolder flushes a folder's entries to disk.
-func syncFolder(root *os.Root, name string) error {
-	f, err := root.Open(name)
-	if err != nil {
-		return err
-	}
-	err = f.Sync()
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	return err
+// at counts the lookups that the os.Root makes for the path p (one per
+// component) and returns p.
+func (x *Extractor) at(p string) string {
+	x.steps += int64(strings.Count(p, "/") + 1)
+	return p
 }
