@@ -18,8 +18,12 @@ func (g *gen) devices() {
 	devs := &g.spec.Domain.Devices
 	if g.p(0.25) {
 		for range g.n(1, 2) {
+			name := g.name("tablet")
+			if disks := g.spec.Domain.Devices.Disks; g.cfg.KnownBugs && len(disks) > 0 && g.p(0.2) {
+				name = disks[0].Name // KnownBugs: device names shared across kinds
+			}
 			devs.Inputs = append(devs.Inputs, v1.Input{
-				Name: g.name("tablet"),
+				Name: name,
 				Bus:  pick(g, "", v1.InputBusUSB, v1.InputBusVirtio),
 				Type: v1.InputTypeTablet,
 			})

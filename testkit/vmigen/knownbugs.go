@@ -29,4 +29,14 @@ var KnownBugs = []string{
 	// a vGPU's display (on by default for the first mediated GPU) with
 	// autoattachGraphicsDevice: false: libvirt needs a graphics device.
 	"vGPU display without graphics",
+	// a disk and a tablet (or a disk and an interface, a watchdog, a sound
+	// device) of the same name: both get the alias ua-<name>, and libvirt
+	// refuses an alias used twice.
+	"device names shared across kinds",
+	// cpu.features naming a feature twice: libvirt refuses it.
+	"a CPU feature named twice",
+	// a guest PCI address of its own beside the
+	// kubevirt.io/placePCIDevicesOnRootComplex annotation: the placement
+	// gives another device the same slot (as KubeVirt's does).
+	"a PCI address with placePCIDevicesOnRootComplex",
 }

@@ -35,8 +35,8 @@ func (g *gen) metadata(on bool) {
 	}
 	if g.p(0.06) {
 		// Devices with a guest PCI address of their own are not drawn
-		// then: KubeVirt's placement (and the project's) would give
-		// another device the same slot.
+		// then (KnownBugs): KubeVirt's placement (and the project's) would
+		// give another device the same slot.
 		g.annotate(v1.PlacePCIDevicesOnRootComplex, "true")
 		g.rootComplex = true
 	}

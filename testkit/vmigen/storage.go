@@ -305,7 +305,7 @@ func (g *gen) disk(name string, k volumeKind, claimBlock, qcow2 bool) {
 		if bus != v1.DiskBusSATA && bus != "" && g.p(0.1) {
 			t.ReadOnly = true
 		}
-		if bus == v1.DiskBusVirtio && !g.rootComplex && g.p(0.08) {
+		if bus == v1.DiskBusVirtio && (!g.rootComplex || g.cfg.KnownBugs) && g.p(0.08) {
 			t.PciAddress = g.pciAddress()
 		}
 		d.Disk = t
