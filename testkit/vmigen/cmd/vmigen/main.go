@@ -38,20 +38,11 @@ func main() {
 		fail("usage: vmigen [-seed N] [-n N] [-start N] [-profile supported|kubevirt] [-layout kubevirt|host] [-known-bugs] -o DIR")
 	}
 	cfg := vmigen.Config{Seed: *seed, KnownBugs: *knownBugs}
-	switch *profile {
-	case "supported":
-		cfg.Profile = vmigen.Supported
-	case "kubevirt":
-		cfg.Profile = vmigen.KubeVirt
-	default:
+	var ok bool
+	if cfg.Profile, ok = named(*profile, vmigen.Supported, vmigen.KubeVirt); !ok {
 		fail("-profile %q: want supported or kubevirt", *profile)
 	}
-	switch *layout {
-	case "kubevirt":
-		cfg.Layout = vmigen.KubeVirtLayout
-	case "host":
-		cfg.Layout = vmigen.HostLayout
-	default:
+	if cfg.Layout, ok = named(*layout, vmigen.KubeVirtLayout, vmigen.HostLayout); !ok {
 		fail("-layout %q: want kubevirt or host", *layout)
 	}
 	if *n < 0 || *start < 0 {
@@ -73,4 +64,15 @@ func main() {
 		}
 	}
 	fmt.Printf("vmigen: wrote %d VMIs (seed %d, profile %s, layout %s) to %s\n", *n, *seed, cfg.Profile, cfg.Layout, *out)
+}
+
+// named returns the choice whose String is name.
+func named[T fmt.Stringer](name string, choices ...T) (T, bool) {
+	for _, c := range choices {
+		if c.String() == name {
+			return c, true
+		}
+	}
+	var zero T
+	return zero, false
 }
