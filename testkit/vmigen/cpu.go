@@ -39,7 +39,6 @@ func (g *gen) cpuAndMemory() {
 
 // memoryOnly draws the memory of a VMI whose CPU area is skipped.
 func (g *gen) memoryOnly() {
-	g.vcpus = 1
 	g.memory()
 }
 
@@ -75,7 +74,6 @@ func (g *gen) setCPUResource(req, lim string) {
 func (g *gen) sharedCPUs() {
 	switch pickW(g, weighted[string]{3, "none"}, weighted[string]{3, "resources"}, weighted[string]{5, "topology"}) {
 	case "none":
-		g.vcpus = 1
 	case "resources":
 		req := pick(g, "100m", "500m", "1", "2", "3")
 		lim := ""
@@ -92,31 +90,20 @@ func (g *gen) sharedCPUs() {
 			}
 		}
 		g.setCPUResource(req, lim)
-		from := lim
-		if from == "" {
-			from = req
-		}
-		n := q(from)
-		g.vcpus = uint(n.Value())
 	case "topology":
 		c := g.cpu()
-		sockets, cores, threads := 1, 1, 1
 		if g.p(0.7) {
-			sockets = g.n(1, 4)
-			c.Sockets = uint32(sockets)
+			c.Sockets = uint32(g.n(1, 4))
 		}
 		if g.p(0.6) {
-			cores = g.n(1, 4)
-			c.Cores = uint32(cores)
+			c.Cores = uint32(g.n(1, 4))
 		}
 		if g.p(0.3) {
-			threads = g.n(1, 2)
-			c.Threads = uint32(threads)
+			c.Threads = uint32(g.n(1, 2))
 		}
 		if c.Sockets == 0 && c.Cores == 0 && c.Threads == 0 {
 			c.Cores = 1
 		}
-		g.vcpus = uint(sockets * cores * threads)
 		if c.Sockets != 0 && g.p(0.15) {
 			c.MaxSockets = c.Sockets + uint32(g.n(0, 4))
 		}
@@ -149,7 +136,6 @@ func (g *gen) dedicatedCPUs() {
 		reserved += uint(*t.SupplementalPoolThreadCount)
 	}
 	n := uint(g.n(1, int(budget-reserved)))
-	g.vcpus = n
 	count := strconv.Itoa(int(n))
 	switch pickW(g, weighted[string]{5, "topology"}, weighted[string]{2, "resources"}) {
 	case "topology":

@@ -39,7 +39,6 @@ type gen struct {
 	hostPCI     map[string]bool // host PCI addresses mapped
 
 	// Facts decided early that later areas read.
-	vcpus        uint // the vCPUs the guest boots with
 	dedicated    bool // dedicated CPU placement
 	hugepages    bool
 	efi          bool

@@ -9,10 +9,11 @@ const (
 	// HostDiskDir is the folder every generated hostDisk path lies under,
 	// the one folder of the host layout's HostDiskAllow.
 	HostDiskDir = "/var/lib/vmi2libvirt/hostdisks"
-	// ClaimDir holds the files the host layout maps claims to; block
-	// claims are logical volumes of the volume group ClaimVG.
+	// ClaimDir holds the files the host layout maps claims to.
 	ClaimDir = "/var/lib/vmi2libvirt/claims"
-	ClaimVG  = "/dev/vmigen"
+	// ClaimVG is the volume group whose logical volumes the host layout
+	// maps block claims to.
+	ClaimVG = "/dev/vmigen"
 )
 
 // hostEFI is Debian 12's OVMF (package ovmf), as the launcher finds it.

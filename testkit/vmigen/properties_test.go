@@ -251,3 +251,21 @@ func TestDeterministic(t *testing.T) {
 		}
 	}
 }
+
+// TestSkip checks that Config.Skip leaves the areas it names out: no
+// disks, volumes, interfaces or networks, and still valid VMIs.
+func TestSkip(t *testing.T) {
+	cfg := vmigen.Config{Seed: 3, Profile: vmigen.KubeVirt, Skip: vmigen.AreaStorage | vmigen.AreaNetwork}
+	for _, c := range vmigen.Cases(cfg, 200) {
+		s := c.VMI.Spec
+		if len(s.Volumes) > 0 || len(s.Domain.Devices.Disks) > 0 || len(s.Domain.Devices.Filesystems) > 0 ||
+			len(s.Domain.Devices.Interfaces) > 0 || len(s.Networks) > 0 || s.Domain.Devices.AutoattachPodInterface != nil {
+			t.Errorf("%s has storage or network, which the Config skips", c.VMI.Name)
+		}
+		vmi := c.VMI.DeepCopy()
+		api.Default(vmi, api.ClusterConfig{})
+		if errs := api.Validate(vmi); len(errs) > 0 {
+			t.Errorf("%s: api.Validate: %v", c.VMI.Name, errs)
+		}
+	}
+}

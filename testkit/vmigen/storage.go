@@ -46,6 +46,15 @@ var onePerVMI = map[volumeKind]bool{
 	volNoCloud: true, volConfigDrive: true, volServiceAccount: true, volDownwardMetrics: true,
 }
 
+// volumeNames are the names a volume of each source is given (and its
+// disk): the first of a source, then with a number.
+var volumeNames = map[volumeKind]string{
+	volContainerDisk: "rootdisk", volPVC: "data", volDataVolume: "dv", volEphemeral: "scratch",
+	volEmptyDisk: "empty", volHostDisk: "hostdisk", volNoCloud: "cloudinit", volConfigDrive: "configdrive",
+	volConfigMap: "config", volSecret: "secret", volDownwardAPI: "podinfo", volServiceAccount: "sa",
+	volSysprep: "sysprep", volDownwardMetrics: "metrics",
+}
+
 // containerImages are the containerDisk images drawn.
 var containerImages = []string{
 	"quay.io/containerdisks/fedora:40",
@@ -96,13 +105,7 @@ func (g *gen) storage() {
 
 // volume adds one volume of kind k and, most of the time, its disk.
 func (g *gen) volume(k volumeKind) {
-	base := map[volumeKind]string{
-		volContainerDisk: "rootdisk", volPVC: "data", volDataVolume: "dv", volEphemeral: "scratch",
-		volEmptyDisk: "empty", volHostDisk: "hostdisk", volNoCloud: "cloudinit", volConfigDrive: "configdrive",
-		volConfigMap: "config", volSecret: "secret", volDownwardAPI: "podinfo", volServiceAccount: "sa",
-		volSysprep: "sysprep", volDownwardMetrics: "metrics",
-	}[k]
-	name := g.name(base)
+	name := g.name(volumeNames[k])
 	vi := len(g.spec.Volumes)
 	vol := v1.Volume{Name: name}
 	src := &vol.VolumeSource
