@@ -39,12 +39,11 @@ type gen struct {
 	hostPCI     map[string]bool // host PCI addresses mapped
 
 	// Facts decided early that later areas read.
-	dedicated    bool // dedicated CPU placement
-	hugepages    bool
-	efi          bool
-	configDrive  bool // a cloudInitConfigDrive volume (device tags are refused then)
-	rootComplex  bool // the placePCIDevicesOnRootComplex annotation
-	passthroughs bool // NUMA passthrough drawn (memory hotplug off)
+	dedicated   bool // dedicated CPU placement
+	hugepages   bool
+	efi         bool
+	configDrive bool // a cloudInitConfigDrive volume (device tags are refused then)
+	rootComplex bool // the placePCIDevicesOnRootComplex annotation
 	// metricsDevice: the devices area adds the downward metrics device
 	// (decided with the volumes: a VMI has it or the metrics disk).
 	metricsDevice bool

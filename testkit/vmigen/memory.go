@@ -68,16 +68,17 @@ func (g *gen) memory() {
 			g.annotate(v1.MemfdMemoryBackend, "false")
 		}
 	}
+	passthrough := false // NUMA passthrough (which turns memory hotplug off)
 	if g.kv && g.dedicated && page != "" && g.p(0.5) {
 		g.cpu().NUMA = &v1.NUMA{GuestMappingPassthrough: &v1.NUMAGuestMappingPassthrough{}}
 		g.beyond(cpuPath.Child("numa", "guestMappingPassthrough"))
-		g.passthroughs = true
+		passthrough = true
 		if g.p(0.3) {
 			g.cpu().Realtime = &v1.Realtime{}
 			g.beyond(cpuPath.Child("realtime"))
 		}
 	}
-	if !g.passthroughs && g.p(0.08) {
+	if !passthrough && g.p(0.08) {
 		guest := size // the guest memory Default derives
 		if form == "pages" {
 			guest = page

@@ -23,9 +23,10 @@ const (
 	// passthrough and realtime, downward metrics, discardGranularity,
 	// Hyper-V tlbflush direct and extended, the supplementalPool IO-thread
 	// policy, a serial on a CD-ROM or LUN, a LUN on a volume that is a
-	// file, an endOfInterrupt on a disabled APIC, and in the host layout
-	// the DHCP options, downwardMetrics and sysprep volumes it has no
-	// place for. Each such field is named in Case.Refusable. Fields
+	// file or on the SATA bus (where Default puts a LUN without a bus),
+	// an endOfInterrupt on a disabled APIC, kernel arguments with an
+	// initrd but no kernel, and in the host layout the DHCP options,
+	// downwardMetrics and sysprep volumes it has no place for. Each such field is named in Case.Refusable. Fields
 	// behind gates kvdiff leaves off (VSOCK, persistent reservations) and
 	// devices KubeVirt's converter needs a device plugin's host addresses
 	// for (GPUs, host devices, SR-IOV) are left out of this profile.
