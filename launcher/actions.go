@@ -8,7 +8,9 @@ import (
 
 	v1 "kubevirt.io/api/core/v1"
 	"libvirt.org/go/libvirt"
-	"libvirt.org/go/libvirtxml"
+
+	"github.com/vmi2libvirt/vmi2libvirt/hostplan"
+	"github.com/vmi2libvirt/vmi2libvirt/internal/hostfiles"
 )
 
 // stopPoll is how often Stop looks whether the guest has powered off.
@@ -24,7 +26,7 @@ func (l *Launcher) stateOf(vmi *v1.VirtualMachineInstance) *vmiState {
 // that changes the domain holds its vmiState's lock.
 func (l *Launcher) owned(ctx context.Context, name string, fn func(dom *libvirt.Domain, cur currentDomain) error) error {
 	return l.onDomain(ctx, name, func(dom *libvirt.Domain) error {
-		cur, err := readDomain(dom, name)
+		cur, err := readDomain(dom, name, true)
 		if err != nil {
 			return err
 		}
@@ -113,7 +115,7 @@ func (l *Launcher) SoftReboot(ctx context.Context, vmi *v1.VirtualMachineInstanc
 		err := l.owned(ctx, st.name, func(dom *libvirt.Domain, cur currentDomain) error {
 			var flags libvirt.DomainRebootFlagValues
 			switch {
-			case agentConnected(cur.xml):
+			case hostplan.AgentConnected(cur.xml):
 				flags = libvirt.DOMAIN_REBOOT_GUEST_AGENT
 			case cur.xml.Features != nil && cur.xml.Features.ACPI != nil:
 				flags = libvirt.DOMAIN_REBOOT_ACPI_POWER_BTN
@@ -160,7 +162,7 @@ func (l *Launcher) Delete(ctx context.Context, vmi *v1.VirtualMachineInstance) e
 		l.forget(st)
 		v := vmi.DeepCopy()
 		v.Namespace = st.namespace
-		if err := removeArtifacts(v, l.cfg.Layout); err != nil {
+		if err := hostfiles.RemoveStateFolder(l.cfg.Layout.StateDir, l.cfg.Layout.StateFolder(v)); err != nil {
 			return wrapErr(err, "remove artifacts of %s", st.key())
 		}
 		l.log.Info("VMI deleted", "vmi", st.key())
@@ -193,8 +195,8 @@ func (l *Launcher) Shutdown(ctx context.Context, vmi *v1.VirtualMachineInstance)
 			now := time.Now().UTC().Truncate(time.Millisecond)
 			grace := time.Duration(m.VMI.Grace) * time.Second
 			active := cur.state.Active()
-			if !active || grace <= 0 || !canShutDown(cur.xml) {
-				m.Shutdown = &shutdownMark{Requested: now, Deadline: now}
+			if !active || grace <= 0 || !hostplan.CanShutDown(cur.xml) {
+				m.Shutdown = &hostplan.Shutdown{Requested: now, Deadline: now}
 				if err := writeMarks(dom, m, active); err != nil {
 					return wrapErr(err, "record the shutdown of domain %s", st.name)
 				}
@@ -204,7 +206,7 @@ func (l *Launcher) Shutdown(ctx context.Context, vmi *v1.VirtualMachineInstance)
 				l.log.Info("destroying domain: no grace period, or no way to ask the guest", "vmi", st.key())
 				return destroy(dom, st.name)
 			}
-			m.Shutdown = &shutdownMark{Requested: now, Deadline: now.Add(grace)}
+			m.Shutdown = &hostplan.Shutdown{Requested: now, Deadline: now.Add(grace)}
 			if err := writeMarks(dom, m, true); err != nil {
 				return wrapErr(err, "record the shutdown of domain %s", st.name)
 			}
@@ -305,10 +307,4 @@ func (l *Launcher) enforceDeadline(st *vmiState) {
 		}
 		st.deadlineTimerMu.Unlock()
 	}
-}
-
-// canShutDown tells whether a domain's guest can be asked to shut down:
-// its live definition has ACPI, or its guest agent is connected.
-func canShutDown(d *libvirtxml.Domain) bool {
-	return (d.Features != nil && d.Features.ACPI != nil) || agentConnected(d)
 }

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/vmi2libvirt/vmi2libvirt/launcher"
+	"github.com/vmi2libvirt/vmi2libvirt/stream"
 	"github.com/vmi2libvirt/vmi2libvirt/testkit/rfb"
 )
 
@@ -59,7 +60,7 @@ func BenchmarkVNCOpen(b *testing.B) {
 	}
 }
 
-// BenchmarkStreamServerCopy measures the bytes StreamServer carries from a
+// BenchmarkStreamServerCopy measures the bytes a stream.Server carries from a
 // TCP client to its stream (here a loopback TCP connection to a reader
 // that discards them), 64 KiB per operation.
 //
@@ -79,7 +80,7 @@ func BenchmarkStreamServerCopy(b *testing.B) {
 			go func() { _, _ = io.Copy(io.Discard, c); c.Close() }()
 		}
 	}()
-	srv := &launcher.StreamServer{Open: func(ctx context.Context) (io.ReadWriteCloser, error) {
+	srv := &stream.Server{Open: func(ctx context.Context) (io.ReadWriteCloser, error) {
 		var d net.Dialer
 		return d.DialContext(ctx, "tcp", sink.Addr().String())
 	}}

@@ -4,13 +4,16 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"path/filepath"
 	"time"
 
 	"github.com/google/go-containerregistry/pkg/authn"
 
 	"github.com/vmi2libvirt/vmi2libvirt/api"
 	"github.com/vmi2libvirt/vmi2libvirt/convert"
+	"github.com/vmi2libvirt/vmi2libvirt/hostplan"
 	"github.com/vmi2libvirt/vmi2libvirt/imagestore"
+	"github.com/vmi2libvirt/vmi2libvirt/internal/hostfiles"
 )
 
 // DefaultURI is the libvirt connection of a Config without URI.
@@ -20,11 +23,6 @@ const DefaultURI = "qemu:///system"
 // and converts VMIs. The zero value is usable: qemu:///system, the host's
 // name as owner, the default folders, KVM, KubeVirt's cluster defaults, no
 // logging.
-//
-// The launcher decides the rest of convert.Options from the host itself:
-// the domain type (kvm, or qemu with Emulate), the OVMF files found, whether
-// libvirt accepts memory hotplug, and, as on any plain host, a serial
-// console log and explicit hugepage sizes.
 type Config struct {
 	// URI of the libvirt connection; DefaultURI when empty.
 	URI string
@@ -36,8 +34,22 @@ type Config struct {
 	Owner string
 
 	// Layout places each VMI on the host. An empty StateDir is
-	// convert.DefaultStateDir, an empty ImageStore convert.DefaultImageStore.
+	// convert.DefaultStateDir, an empty ImageStore convert.DefaultImageStore
+	// (the image store the launcher pulls into).
 	Layout convert.HostLayout
+
+	// Options are the converter's options: SMBIOS strings (empty:
+	// KubeVirt's, "KubeVirt" and "None"), the OVMF files (empty: the first
+	// set found on the host, Debian's then Fedora's; New refuses files
+	// that do not exist), the host CPUs dedicated vCPUs are pinned to, the
+	// host devices behind GPUs and host devices, balloon statistics, free
+	// page reporting, bochs video for EFI guests. What describes the host
+	// is the launcher's to set, from what it probes: Options.Layout and
+	// Options.DomainType must be empty (Layout, Emulate), and the launcher
+	// turns on what every plain host needs — a serial console log
+	// (SerialConsoleLog), explicit hugepage sizes (HugepageSize) — and
+	// NoMemoryHotplug where libvirt refuses KubeVirt's memory hotplug.
+	Options convert.Options
 
 	// Emulate forces domain type "qemu" (TCG emulation) even where KVM is
 	// available. Without it a host without KVM is refused.
@@ -52,8 +64,9 @@ type Config struct {
 
 	// Images configures the image store the launcher pulls containerDisk
 	// and kernel-boot images into (registries reached over plain HTTP,
-	// credentials, size limit, progress reports). Its Root is ignored:
-	// the store is Layout.ImageStore. Progress, when nil, goes to Logger.
+	// credentials, size limit, progress reports). The store is the
+	// folder Layout.ImageStore: Images.Root must be empty or that folder.
+	// Progress, when nil, goes to Logger.
 	Images imagestore.Config
 
 	// ImagePullSecrets maps the name of an imagePullSecret (a
@@ -61,32 +74,6 @@ type Config struct {
 	// Secrets live in a cluster: a VMI naming one not mapped here is
 	// refused with the field's path.
 	ImagePullSecrets map[string]authn.Authenticator
-
-	// HostDevices maps the name of each GPU, host device and SR-IOV
-	// interface of a VMI to the host device behind it
-	// (convert.Options.HostDevices).
-	HostDevices map[string]convert.HostDevice
-
-	// CPUSet lists the host CPUs dedicated vCPUs are pinned to, in order
-	// (convert.Options.CPUSet).
-	CPUSet []uint
-
-	// SMBIOS are the strings of the guests' SMBIOS system table; empty:
-	// KubeVirt's ("KubeVirt", "None").
-	SMBIOS convert.SMBIOS
-
-	// EFI names the OVMF files for EFI guests; empty: the first set found
-	// on the host (Debian's, then Fedora's). New refuses files that do not
-	// exist.
-	EFI convert.EFIFirmware
-
-	// MemBalloonStatsPeriod is the balloon statistics period in seconds (0:
-	// off); FreePageReporting turns the balloon's free page reporting on;
-	// BochsForEFIGuests gives EFI guests bochs video instead of VGA (see
-	// convert.Options).
-	MemBalloonStatsPeriod uint
-	FreePageReporting     bool
-	BochsForEFIGuests     bool
 
 	// Logger receives the launcher's log; nil is silent.
 	Logger *slog.Logger
@@ -105,6 +92,41 @@ type Config struct {
 	// ReconnectMin and ReconnectMax bound the backoff between attempts to
 	// reconnect a lost connection (defaults 100ms and 5s).
 	ReconnectMin, ReconnectMax time.Duration
+}
+
+// ConfigSources names the local folders that back configMap, secret,
+// serviceAccount and cloud-init secretRef volumes: each key is the
+// configMap, secret or service account name, each value a folder whose
+// regular files become the volume's files (names starting with ".." are
+// skipped, as in the folders kubelet writes; symbolic links are followed
+// only when they stay inside the folder).
+//
+// Secrets also back cloud-init's secretRef and networkDataSecretRef (keys
+// "userdata"/"userData" and "networkdata"/"networkData") and the SSH keys
+// of spec.accessCredentials propagated by noCloud or configDrive.
+type ConfigSources struct {
+	ConfigMaps map[string]string
+	Secrets    map[string]string
+	// ServiceAccounts maps a service account name to its token folder.
+	ServiceAccounts map[string]string
+
+	// QEMUUser is the "user[:group]" QEMU runs as; the VMI's state folder
+	// is given to it so that QEMU can create its sockets there. Empty: the
+	// user and group set in /etc/libvirt/qemu.conf, else "libvirt-qemu"
+	// (Debian) or "qemu" when such a user exists. "-" leaves ownership
+	// alone (qemu:///session, where QEMU runs as the caller). Ignored when
+	// the launcher does not run as root.
+	QEMUUser string
+}
+
+// folders returns the sources' folders by kind, as package hostfiles
+// reads them.
+func (s ConfigSources) folders() hostfiles.Folders {
+	return hostfiles.Folders{
+		hostplan.ConfigMap:      s.ConfigMaps,
+		hostplan.Secret:         s.Secrets,
+		hostplan.ServiceAccount: s.ServiceAccounts,
+	}
 }
 
 // withDefaults returns cfg with its empty fields set to their defaults.
@@ -154,15 +176,24 @@ func (cfg Config) check() error {
 	if err := checkAlias("Config.Owner", cfg.Owner); err != nil {
 		return err
 	}
-	if err := checkAbsolute("Config.Layout.StateDir", cfg.Layout.StateDir); err != nil {
+	if err := hostplan.CheckFolder("Config.Layout.StateDir", cfg.Layout.StateDir); err != nil {
 		return fmt.Errorf("launcher: %w", err)
 	}
-	if err := checkAbsolute("Config.Layout.ImageStore", cfg.Layout.ImageStore); err != nil {
+	if err := hostplan.CheckFolder("Config.Layout.ImageStore", cfg.Layout.ImageStore); err != nil {
 		return fmt.Errorf("launcher: %w", err)
 	}
+	switch {
+	case cfg.Options.Layout != nil:
+		return fmt.Errorf("launcher: Config.Options.Layout is set: the launcher places VMIs with Config.Layout")
+	case cfg.Options.DomainType != "":
+		return fmt.Errorf("launcher: Config.Options.DomainType is set: the launcher chooses it (kvm, or qemu with Config.Emulate)")
+	case cfg.Images.Root != "" && filepath.Clean(cfg.Images.Root) != filepath.Clean(cfg.Layout.ImageStore):
+		return fmt.Errorf("launcher: Config.Images.Root %s is not Config.Layout.ImageStore %s: the image store is one folder", cfg.Images.Root, cfg.Layout.ImageStore)
+	}
+	efi := cfg.Options.EFI
 	for what, path := range map[string]string{
-		"Config.EFI.Code": cfg.EFI.Code, "Config.EFI.Vars": cfg.EFI.Vars,
-		"Config.EFI.SecureBootCode": cfg.EFI.SecureBootCode, "Config.EFI.SecureBootVars": cfg.EFI.SecureBootVars,
+		"Config.Options.EFI.Code": efi.Code, "Config.Options.EFI.Vars": efi.Vars,
+		"Config.Options.EFI.SecureBootCode": efi.SecureBootCode, "Config.Options.EFI.SecureBootVars": efi.SecureBootVars,
 	} {
 		if path != "" && !fileExists(path) {
 			return fmt.Errorf("launcher: %s %s does not exist", what, path)

@@ -15,16 +15,24 @@
 //	err = l.Shutdown(ctx, vmi)        // ACPI now; destroyed at the grace period's end
 //	err = l.Delete(ctx, vmi)          // undefine, remove the state folder
 //
-// # Plan, then apply
+// # Gather, plan, apply
 //
-// Plan computes what Sync does on this host — the exact domain XML,
-// converted (package pipeline) with the host's facts, and the artifacts
-// with their contents and modes — and writes nothing; Sync applies it. A
-// VMI refused while planning leaves nothing behind, and a dry run is a
-// Plan. Host facts (KVM, the OVMF files, whether libvirt accepts memory
-// hotplug) are probed once per connection; Config.Emulate forces domain
-// type qemu. Where a VMI's files live is Config.Layout (convert.HostLayout:
-// one state folder per VMI, images in an image store).
+// Sync is three steps, and only the first and the last touch the host. The
+// launcher gathers what a plan needs: the host's facts (KVM, the OVMF
+// files, whether libvirt accepts memory hotplug, QEMU's user), probed once
+// per connection; the VMI's images, resolved in the image store (pulled
+// as their pull policies say); the files of its config sources. Package
+// hostplan then computes the plan from them, reading nothing: one run of
+// the pipeline (KubeVirt's defaults, validation, conversion) and one
+// marshal, the exact domain XML with the launcher's marks in its metadata,
+// and every artifact with its contents and mode. The launcher applies it:
+// it checks every artifact, then makes them (package internal/hostfiles),
+// defines the domain — or leaves a definition from the same converted
+// domain alone — and starts it once. A VMI refused while planning leaves
+// nothing behind; Plan is the dry run; a VMI that runs as planned costs no
+// libvirt write. Config.Emulate forces domain type qemu. Where a VMI's
+// files live is Config.Layout (convert.HostLayout: one state folder per
+// VMI, images in an image store).
 //
 // # State that survives restarts
 //
@@ -62,11 +70,11 @@
 // them (a client asking for exclusive access disconnects the others). A
 // VMI whose spec turned the device off (autoattachSerialConsole or
 // autoattachGraphicsDevice false) gets an *InvalidError naming that field.
-// StreamServer serves either stream to network clients, one stream per
+// Package stream serves either stream to network clients, one stream per
 // client, on a listener (a TCP port for VNC viewers) or as a WebSocket
-// (noVNC):
+// (noVNC, virtctl):
 //
-//	srv := &launcher.StreamServer{Open: func(ctx context.Context) (io.ReadWriteCloser, error) {
+//	srv := &stream.Server{Open: func(ctx context.Context) (io.ReadWriteCloser, error) {
 //		return l.VNC(ctx, vmi)
 //	}}
 //	ln, err := net.Listen("tcp", "127.0.0.1:5900")

@@ -1,6 +1,6 @@
 package launcher_test
 
-// End-to-end tests of Console, VNC and StreamServer on the real libvirtd
+// End-to-end tests of Console, VNC and stream.Server on the real libvirtd
 // with the test guest. Their VMIs live in a namespace of their own, and
 // boot a test guest built into an image store of their own (its init runs
 // the shell these tests type into).
@@ -26,6 +26,7 @@ import (
 	"libvirt.org/go/libvirt"
 
 	"github.com/vmi2libvirt/vmi2libvirt/launcher"
+	"github.com/vmi2libvirt/vmi2libvirt/stream"
 	"github.com/vmi2libvirt/vmi2libvirt/testkit/hosttest"
 	"github.com/vmi2libvirt/vmi2libvirt/testkit/rfb"
 	"github.com/vmi2libvirt/vmi2libvirt/testkit/streamtest"
@@ -297,7 +298,7 @@ func TestE2EVNC(t *testing.T) {
 		t.Errorf("screenshot %dx%d, want VGA text mode 720x400", w, h)
 	}
 
-	srv := &launcher.StreamServer{Open: func(ctx context.Context) (io.ReadWriteCloser, error) { return e.l.VNC(ctx, vmi) }}
+	srv := &stream.Server{Open: func(ctx context.Context) (io.ReadWriteCloser, error) { return e.l.VNC(ctx, vmi) }}
 	serveCtx, stopServing := context.WithCancel(ctx)
 	tcp, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {

@@ -16,6 +16,7 @@ import (
 	"github.com/vmi2libvirt/vmi2libvirt/api"
 	"github.com/vmi2libvirt/vmi2libvirt/domain"
 	"github.com/vmi2libvirt/vmi2libvirt/launcher"
+	"github.com/vmi2libvirt/vmi2libvirt/stream"
 )
 
 // Run one VMI under emulation, print its phases until it ends, and remove
@@ -143,8 +144,9 @@ func ExampleLauncher_Console() {
 }
 
 // Serve a VMI's VNC display on a loopback port for any VNC viewer, and as
-// a WebSocket for noVNC, until ctx ends. (Compiled, not run.)
-func ExampleStreamServer() {
+// a WebSocket for noVNC, until ctx ends, with package stream. (Compiled,
+// not run.)
+func ExampleLauncher_VNC() {
 	ctx := context.Background()
 	l, err := launcher.New(ctx, launcher.Config{Owner: "node01"})
 	if err != nil {
@@ -153,7 +155,7 @@ func ExampleStreamServer() {
 	defer l.Close()
 	vmi := &v1.VirtualMachineInstance{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "tiny"}}
 
-	srv := &launcher.StreamServer{
+	srv := &stream.Server{
 		Open: func(ctx context.Context) (io.ReadWriteCloser, error) { return l.VNC(ctx, vmi) },
 		// noVNC's page is served from localhost:6080.
 		OriginPatterns: []string{"localhost:6080"},

@@ -7,3 +7,6 @@ func HeldImages(l *Launcher) int {
 	defer l.storeMu.Unlock()
 	return len(l.heldImages)
 }
+
+// Plans is how many plans l has made (each Sync and Plan makes one).
+func Plans(l *Launcher) uint64 { return l.plans.Load() }

@@ -5,13 +5,14 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"fmt"
-	"slices"
 	"time"
 
 	"libvirt.org/go/libvirt"
 	"libvirt.org/go/libvirtxml"
 
 	"github.com/vmi2libvirt/vmi2libvirt/convert"
+	"github.com/vmi2libvirt/vmi2libvirt/hostplan"
+	"github.com/vmi2libvirt/vmi2libvirt/internal/hostfiles"
 )
 
 // hostFacts are what the launcher probes of the host once per connection.
@@ -26,31 +27,11 @@ type hostFacts struct {
 	// <maxMemory> and no memory slots (virtio-mem hotplug, as KubeVirt
 	// writes it); Debian 12's libvirt 9.0 does not.
 	memoryHotplug bool
+	// qemu is the user QEMU runs as (Config.Sources.QEMUUser), nil when
+	// ownership is left alone.
+	qemu *hostplan.User
 	// slowest is the longest a capabilities query took while probing.
 	slowest time.Duration
-}
-
-// firmwareSets are the OVMF file sets the launcher looks for, in order:
-// Debian and Ubuntu (4M and 2M flash) and Fedora, RHEL and KubeVirt images.
-var firmwareSets = []convert.EFIFirmware{
-	{
-		Code:           "/usr/share/OVMF/OVMF_CODE_4M.fd",
-		Vars:           "/usr/share/OVMF/OVMF_VARS_4M.fd",
-		SecureBootCode: "/usr/share/OVMF/OVMF_CODE_4M.secboot.fd",
-		SecureBootVars: "/usr/share/OVMF/OVMF_VARS_4M.ms.fd",
-	},
-	{
-		Code:           "/usr/share/OVMF/OVMF_CODE.fd",
-		Vars:           "/usr/share/OVMF/OVMF_VARS.fd",
-		SecureBootCode: "/usr/share/OVMF/OVMF_CODE.secboot.fd",
-		SecureBootVars: "/usr/share/OVMF/OVMF_VARS.ms.fd",
-	},
-	{
-		Code:           "/usr/share/edk2/ovmf/OVMF_CODE.fd",
-		Vars:           "/usr/share/edk2/ovmf/OVMF_VARS.fd",
-		SecureBootCode: "/usr/share/edk2/ovmf/OVMF_CODE.secboot.fd",
-		SecureBootVars: "/usr/share/edk2/ovmf/OVMF_VARS.secboot.fd",
-	},
 }
 
 // hostFacts returns the host facts of the current connection, probing them
@@ -67,11 +48,14 @@ func (l *Launcher) hostFacts(ctx context.Context) (hostFacts, error) {
 			return nil
 		}
 		var err error
-		f, err = probe(c)
-		if err == nil {
-			l.facts = &f
+		if f, err = probe(c); err != nil {
+			return err
 		}
-		return err
+		if f.qemu, err = hostfiles.QEMUUser(l.cfg.Sources.QEMUUser); err != nil {
+			return &HostError{Err: err}
+		}
+		l.facts = &f
+		return nil
 	})
 	if err == nil && !cached {
 		l.log.Info("host probed", "libvirt", f.libVersion, "kvm", f.kvm, "ovmf", f.efi.Code, "memory hotplug", f.memoryHotplug, "took", time.Since(began))
@@ -109,12 +93,7 @@ func probe(c *libvirt.Connect) (hostFacts, error) {
 			loaders = caps.OS.Loader.Values
 		}
 	}
-	for _, set := range firmwareSets {
-		if slices.Contains(loaders, set.Code) || fileExists(set.Code) {
-			f.efi = set
-			break
-		}
-	}
+	f.efi = hostfiles.FindEFI(loaders)
 	f.memoryHotplug = probeMemoryHotplug(c)
 	return f, nil
 }
@@ -142,29 +121,21 @@ func probeMemoryHotplug(c *libvirt.Connect) bool {
 // empty: KubeVirt's, so guests see what they would see under KubeVirt.
 var defaultSMBIOS = convert.SMBIOS{Manufacturer: "KubeVirt", Product: "None", Family: "KubeVirt"}
 
-// options returns the converter options for the host described by f:
-// Config's choices, and what the launcher decides from the host.
-func (l *Launcher) options(f hostFacts) (convert.Options, error) {
-	opts := convert.Options{
-		Layout:                l.cfg.Layout,
-		SMBIOS:                l.cfg.SMBIOS,
-		EFI:                   l.cfg.EFI,
-		CPUSet:                l.cfg.CPUSet,
-		MemBalloonStatsPeriod: l.cfg.MemBalloonStatsPeriod,
-		FreePageReporting:     l.cfg.FreePageReporting,
-		BochsForEFIGuests:     l.cfg.BochsForEFIGuests,
-		HostDevices:           l.cfg.HostDevices,
-		SerialConsoleLog:      true, // a VMI may turn it off
-		HugepageSize:          true, // a plain host may mount several hugepage sizes
-		NoMemoryHotplug:       !f.memoryHotplug,
-	}
+// host returns the host a plan is made for, as described by f: Config's
+// choices, and what the launcher decides from the host.
+func (l *Launcher) host(f hostFacts) (hostplan.Host, error) {
+	opts := l.cfg.Options
+	opts.Layout = l.cfg.Layout
+	opts.SerialConsoleLog = true // a VMI may turn it off
+	opts.HugepageSize = true     // a plain host may mount several hugepage sizes
+	opts.NoMemoryHotplug = opts.NoMemoryHotplug || !f.memoryHotplug
 	switch {
 	case l.cfg.Emulate:
 		opts.DomainType = "qemu"
 	case f.kvm:
 		opts.DomainType = "kvm"
 	default:
-		return opts, &HostError{Err: fmt.Errorf("KVM is not available on %s and emulation is not allowed (Config.Emulate)", l.cfg.URI)}
+		return hostplan.Host{}, &HostError{Err: fmt.Errorf("KVM is not available on %s and emulation is not allowed (Config.Emulate)", l.cfg.URI)}
 	}
 	if opts.SMBIOS == (convert.SMBIOS{}) {
 		opts.SMBIOS = defaultSMBIOS
@@ -172,5 +143,5 @@ func (l *Launcher) options(f hostFacts) (convert.Options, error) {
 	if opts.EFI == (convert.EFIFirmware{}) {
 		opts.EFI = f.efi
 	}
-	return opts, nil
+	return hostplan.Host{Owner: l.cfg.Owner, Options: opts, Cluster: l.cfg.Cluster, QEMU: f.qemu}, nil
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"path/filepath"
 	"strings"
 	"sync"
 	"time"
@@ -11,58 +12,12 @@ import (
 	"github.com/google/go-containerregistry/pkg/name"
 	k8sv1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/util/validation/field"
-	v1 "kubevirt.io/api/core/v1"
 
 	"github.com/vmi2libvirt/vmi2libvirt/api"
-	"github.com/vmi2libvirt/vmi2libvirt/convert"
+	"github.com/vmi2libvirt/vmi2libvirt/hostplan"
 	"github.com/vmi2libvirt/vmi2libvirt/imagestore"
+	"github.com/vmi2libvirt/vmi2libvirt/internal/hostfiles"
 )
-
-// imageUse is one image a VMI runs from, as its domain's marks record it:
-// the field that names it, the reference as written and the digest it
-// resolved to when the domain was first defined. A VMI keeps its digests
-// for its whole life: a tag that moves later does not change the disk
-// under a running guest, and Prune keeps every digest a domain records.
-type imageUse struct {
-	Field  string `xml:"field,attr"`
-	Volume string `xml:"volume,attr,omitempty"` // a containerDisk's volume
-	Ref    string `xml:"ref,attr"`
-	Digest string `xml:"digest,attr"`
-}
-
-// imageRequest is one image a VMI names.
-type imageRequest struct {
-	field      *field.Path // the image field
-	volume     string      // a containerDisk's volume name
-	ref        string
-	policy     k8sv1.PullPolicy
-	secret     string      // imagePullSecret
-	secretFP   *field.Path // its field
-	diskPath   string      // a containerDisk's path
-	kernelBoot bool
-}
-
-// imageRequests lists the images v names: each containerDisk volume's and
-// the kernel-boot container's.
-func imageRequests(v *v1.VirtualMachineInstance) []imageRequest {
-	var out []imageRequest
-	for i, vol := range v.Spec.Volumes {
-		cd := vol.ContainerDisk
-		if cd == nil {
-			continue
-		}
-		fp := field.NewPath("spec", "volumes").Index(i).Child("containerDisk")
-		out = append(out, imageRequest{field: fp.Child("image"), volume: vol.Name, ref: cd.Image, policy: cd.ImagePullPolicy,
-			secret: cd.ImagePullSecret, secretFP: fp.Child("imagePullSecret"), diskPath: cd.Path})
-	}
-	if fw := v.Spec.Domain.Firmware; fw != nil && fw.KernelBoot != nil && fw.KernelBoot.Container != nil {
-		c := fw.KernelBoot.Container
-		fp := field.NewPath("spec", "domain", "firmware", "kernelBoot", "container")
-		out = append(out, imageRequest{field: fp.Child("image"), ref: c.Image, policy: c.ImagePullPolicy,
-			secret: c.ImagePullSecret, secretFP: fp.Child("imagePullSecret"), kernelBoot: true})
-	}
-	return out
-}
 
 // imageStore returns the launcher's image store, opening it (and making
 // its folder) on first use.
@@ -73,7 +28,7 @@ func (l *Launcher) imageStore() (*imagestore.Store, error) {
 		return l.store, nil
 	}
 	cfg := l.cfg.Images
-	cfg.Root = l.cfg.Layout.ImageStore
+	cfg.Root = l.cfg.Layout.ImageStore // Config.check: the same folder, or empty
 	if cfg.Progress == nil {
 		cfg.Progress = func(p imagestore.Progress) {
 			l.log.Info("pulling image", "image", p.Image, "digest", p.Digest, "done", p.Done, "total", p.Total, "finished", p.Finished)
@@ -88,67 +43,87 @@ func (l *Launcher) imageStore() (*imagestore.Store, error) {
 }
 
 // resolveImages resolves (pulling as their pull policies say) every image
-// v names, and returns where each is on the host, for the converter, with
-// the uses to record. An image the domain already recorded keeps its
-// digest (pinned).
-func (l *Launcher) resolveImages(ctx context.Context, v *v1.VirtualMachineInstance, pinned []imageUse) (map[string]convert.HostImage, []imageUse, error) {
-	reqs := imageRequests(v)
-	if len(reqs) == 0 {
-		return nil, nil, nil
-	}
+// req names, and returns where each is on the host, by field, holding each
+// digest from PruneImages until it is released. An image the domain
+// already recorded keeps its digest (pinned). The format of each
+// containerDisk's disk is probed once per digest.
+func (l *Launcher) resolveImages(ctx context.Context, req *hostplan.Request, pinned []hostplan.ImageUse) (map[string]hostplan.Image, error) {
 	store, err := l.imageStore()
 	if err != nil {
-		return nil, nil, &HostError{Err: err}
+		return nil, &HostError{Err: err}
 	}
-	images := map[string]convert.HostImage{}
-	var uses []imageUse
+	images := make(map[string]hostplan.Image, len(req.Images))
 	var invalid field.ErrorList
-	for _, r := range reqs {
-		req := imagestore.Request{Reference: r.ref, PullPolicy: r.policy}
+	fail := func(err error) (map[string]hostplan.Image, error) {
+		l.releaseResolved(images)
+		return nil, err
+	}
+	for _, r := range req.Images {
+		sreq := imagestore.Request{Reference: r.Reference, PullPolicy: r.PullPolicy}
 		for _, p := range pinned {
-			if p.Field == r.field.String() && p.Ref == r.ref && p.Digest != "" {
-				req = imagestore.Request{Reference: withDigest(r.ref, p.Digest), PullPolicy: k8sv1.PullIfNotPresent}
+			if p.Field == r.Field.String() && p.Ref == r.Reference && p.Digest != "" {
+				sreq = imagestore.Request{Reference: withDigest(r.Reference, p.Digest), PullPolicy: k8sv1.PullIfNotPresent}
 			}
 		}
-		if r.secret != "" {
-			auth, ok := l.cfg.ImagePullSecrets[r.secret]
+		if r.PullSecret != "" {
+			auth, ok := l.cfg.ImagePullSecrets[r.PullSecret]
 			if !ok {
-				invalid = append(invalid, field.Invalid(r.secretFP, r.secret,
+				invalid = append(invalid, field.Invalid(r.SecretField, r.PullSecret,
 					"an imagePullSecret needs a cluster; Config.ImagePullSecrets maps none of that name to credentials"))
 				continue
 			}
-			req.Auth = auth
+			sreq.Auth = auth
 		}
 		began := time.Now()
-		img, err := store.Resolve(ctx, req)
+		img, err := store.Resolve(ctx, sreq)
 		if err != nil {
-			if fe := imageFieldError(r.field, r.ref, err); fe != nil {
+			if fe := imageFieldError(r.Field, r.Reference, err); fe != nil {
 				invalid = append(invalid, fe)
 				continue
 			}
-			l.releaseImages(uses)
-			return nil, nil, &HostError{Err: field.Invalid(r.field, r.ref, err.Error())}
+			return fail(&HostError{Err: field.Invalid(r.Field, r.Reference, err.Error())})
 		}
-		l.log.Debug("image resolved", "image", r.ref, "digest", img.Digest, "took", time.Since(began))
-		hi := images[r.ref]
-		hi.Dir = img.Dir
-		if !r.kernelBoot && r.diskPath == "" {
-			disk, err := img.DiskPath("")
-			if err != nil {
-				invalid = append(invalid, field.Invalid(r.field, r.ref, err.Error()))
+		l.log.Debug("image resolved", "image", r.Reference, "digest", img.Digest, "took", time.Since(began))
+		hi := hostplan.Image{Reference: r.Reference, Digest: img.Digest, Dir: img.Dir}
+		if !r.KernelBoot && r.DiskPath == "" {
+			if hi.Disk, err = img.DiskPath(""); err != nil {
+				invalid = append(invalid, field.Invalid(r.Field, r.Reference, err.Error()))
 				continue
 			}
-			hi.Disk = disk
+			if hi.DiskFormat, err = l.diskFormat(ctx, img.Digest, filepath.Join(img.Dir, hi.Disk)); err != nil {
+				invalid = append(invalid, field.Invalid(r.Field, r.Reference, err.Error()))
+				continue
+			}
 		}
-		images[r.ref] = hi
 		l.holdImage(img.Digest)
-		uses = append(uses, imageUse{Field: r.field.String(), Volume: r.volume, Ref: r.ref, Digest: img.Digest})
+		images[r.Field.String()] = hi
 	}
 	if len(invalid) > 0 {
-		l.releaseImages(uses)
-		return nil, nil, &InvalidError{Kind: api.KindVMI, Stage: "images", Errors: invalid}
+		return fail(&InvalidError{Kind: api.KindVMI, Stage: "images", Errors: invalid})
 	}
-	return images, uses, nil
+	return images, nil
+}
+
+// diskFormat returns the format of the disk at path of the image of
+// digest, probing it the first time (an image's content never changes).
+func (l *Launcher) diskFormat(ctx context.Context, digest, path string) (string, error) {
+	l.storeMu.Lock()
+	format, ok := l.diskFormats[digest+path]
+	l.storeMu.Unlock()
+	if ok {
+		return format, nil
+	}
+	format, err := hostfiles.DiskFormat(ctx, path)
+	if err != nil {
+		return "", err
+	}
+	l.storeMu.Lock()
+	if l.diskFormats == nil {
+		l.diskFormats = map[string]string{}
+	}
+	l.diskFormats[digest+path] = format
+	l.storeMu.Unlock()
+	return format, nil
 }
 
 // imageFieldError returns the field error of an image that cannot be used
@@ -187,13 +162,25 @@ func (l *Launcher) holdImage(digest string) {
 }
 
 // releaseImages lets PruneImages have the digests of uses again.
-func (l *Launcher) releaseImages(uses []imageUse) {
+func (l *Launcher) releaseImages(uses []hostplan.ImageUse) {
+	for _, u := range uses {
+		l.release(u.Digest)
+	}
+}
+
+// releaseResolved lets PruneImages have the digests of images again.
+func (l *Launcher) releaseResolved(images map[string]hostplan.Image) {
+	for _, img := range images {
+		l.release(img.Digest)
+	}
+}
+
+// release lets PruneImages have digest again (once per holdImage).
+func (l *Launcher) release(digest string) {
 	l.storeMu.Lock()
 	defer l.storeMu.Unlock()
-	for _, u := range uses {
-		if l.heldImages[u.Digest]--; l.heldImages[u.Digest] <= 0 {
-			delete(l.heldImages, u.Digest)
-		}
+	if l.heldImages[digest]--; l.heldImages[digest] <= 0 {
+		delete(l.heldImages, digest)
 	}
 }
 
@@ -236,32 +223,6 @@ type storeState struct {
 	storeMu    sync.Mutex
 	store      *imagestore.Store
 	heldImages map[string]int // digests resolved by Syncs under way (holdImage)
-}
-
-// volumeStatuses reports the containerDisk volumes of a domain with the
-// image digest each runs from: KubeVirt's status.volumeStatus has no field
-// for the digest (its containerDiskVolume holds a checksum), so the
-// message says "<reference>@<digest>"; Target is the disk's device in the
-// guest (vda...).
-func volumeStatuses(s snapshot) []v1.VolumeStatus {
-	m := s.cur.marks
-	if m == nil || len(m.Images) == 0 {
-		return nil
-	}
-	var out []v1.VolumeStatus
-	for _, u := range m.Images {
-		if u.Volume == "" {
-			continue
-		}
-		vs := v1.VolumeStatus{Name: u.Volume, Message: u.Ref + "@" + u.Digest}
-		if d := s.cur.xml.Devices; d != nil {
-			for _, disk := range d.Disks {
-				if disk.Alias != nil && disk.Alias.Name == convert.UserAliasPrefix+u.Volume && disk.Target != nil {
-					vs.Target = disk.Target.Dev
-				}
-			}
-		}
-		out = append(out, vs)
-	}
-	return out
+	// diskFormats are the formats of images' disks, by digest and path.
+	diskFormats map[string]string
 }

@@ -60,6 +60,9 @@ type Launcher struct {
 
 	events eventQueue
 
+	// plans counts the plans made (Plan and Sync make one each).
+	plans atomic.Uint64
+
 	subsMu sync.Mutex
 	subs   map[*subscriber]struct{}
 }

@@ -9,6 +9,7 @@ import (
 	"libvirt.org/go/libvirt"
 
 	"github.com/vmi2libvirt/vmi2libvirt/api"
+	"github.com/vmi2libvirt/vmi2libvirt/hostplan"
 )
 
 // List returns the VMIs this launcher owns, as libvirt knows them: one per
@@ -39,12 +40,12 @@ func (l *Launcher) List(ctx context.Context) ([]*v1.VirtualMachineInstance, erro
 }
 
 // listOwned returns the marks of every domain this launcher owns.
-func (l *Launcher) listOwned(ctx context.Context) ([]*marks, error) {
+func (l *Launcher) listOwned(ctx context.Context) ([]*hostplan.Marks, error) {
 	all, err := l.allMarks(ctx)
 	if err != nil {
 		return nil, err
 	}
-	var owned []*marks
+	var owned []*hostplan.Marks
 	for _, m := range all {
 		if m.Owner == l.cfg.Owner {
 			owned = append(owned, m)
@@ -55,20 +56,20 @@ func (l *Launcher) listOwned(ctx context.Context) ([]*marks, error) {
 
 // allMarks returns the marks of every domain on the libvirtd that a
 // launcher defined, whoever its owner.
-func (l *Launcher) allMarks(ctx context.Context) ([]*marks, error) {
-	var all []*marks
+func (l *Launcher) allMarks(ctx context.Context) ([]*hostplan.Marks, error) {
+	var all []*hostplan.Marks
 	err := l.read(ctx, func(c *libvirt.Connect) error {
 		doms, err := c.ListAllDomains(0)
 		if err != nil {
 			return wrapErr(err, "list domains")
 		}
 		for i := range doms {
-			raw, err := doms[i].GetMetadata(libvirt.DOMAIN_METADATA_ELEMENT, metadataNS, libvirt.DOMAIN_AFFECT_CONFIG)
+			raw, err := doms[i].GetMetadata(libvirt.DOMAIN_METADATA_ELEMENT, hostplan.MetadataNS, libvirt.DOMAIN_AFFECT_CONFIG)
 			doms[i].Free()
 			if err != nil {
 				continue // no element of ours (or the domain went away)
 			}
-			if m, err := parseMetadataElement(raw); err == nil && m != nil {
+			if m, err := hostplan.ParseMarks(raw); err == nil && m != nil {
 				all = append(all, m)
 			}
 		}
@@ -80,7 +81,7 @@ func (l *Launcher) allMarks(ctx context.Context) ([]*marks, error) {
 // adopt takes over the domains this launcher's owner defined before: their
 // statuses are published, and the deadline of a graceful shutdown under
 // way is kept. A domain whose start a dead launcher left unconfirmed, or
-// whose end libvirt forgot, is judged and recorded here (see judge).
+// whose end libvirt forgot, is judged and recorded here (see hostplan.Judge).
 func (l *Launcher) adopt(ctx context.Context) error {
 	owned, err := l.listOwned(ctx)
 	if err != nil {

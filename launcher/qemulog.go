@@ -1,13 +1,10 @@
 package launcher
 
 import (
-	"bufio"
-	"bytes"
 	"io"
 	"net/url"
 	"os"
 	"path/filepath"
-	"strings"
 	"time"
 
 	"github.com/vmi2libvirt/vmi2libvirt/domain"
@@ -19,18 +16,6 @@ const qemuLogDir = "/var/log/libvirt/qemu"
 
 // qemuLogTail is how much of the end of a domain's log endFromLog reads.
 const qemuLogTail = 256 << 10
-
-// logShutoffReasons are libvirt's names of the shut-off reasons
-// (virDomainShutoffReason), as its QEMU driver logs them when a domain
-// stops: "<time>: shutting down, reason=destroyed".
-var logShutoffReasons = map[string]domain.Reason{
-	"shutdown":      domain.ShutoffShutdown,
-	"destroyed":     domain.ShutoffDestroyed,
-	"crashed":       domain.ShutoffCrashed,
-	"saved":         domain.ShutoffSaved,
-	"from snapshot": domain.ShutoffFromSnapshot,
-	"daemon":        domain.ShutoffDaemon,
-}
 
 // endFromLog reads how the domain called name last stopped, at or after
 // since, from libvirt's own log of it: libvirtd forgets a shut-off reason
@@ -50,28 +35,5 @@ func (l *Launcher) endFromLog(name string, since time.Time) (domain.Reason, bool
 		_, _ = f.Seek(-qemuLogTail, io.SeekEnd)
 	}
 	data, _ := io.ReadAll(f)
-	return lastShutoffReason(data, since.Add(-time.Second))
-}
-
-// lastShutoffReason finds the last "shutting down, reason=…" line of a
-// QEMU log at or after since.
-func lastShutoffReason(log []byte, since time.Time) (domain.Reason, bool) {
-	var reason domain.Reason
-	found := false
-	sc := bufio.NewScanner(bytes.NewReader(log))
-	sc.Buffer(make([]byte, 64<<10), 1<<20)
-	for sc.Scan() {
-		stamp, rest, ok := strings.Cut(sc.Text(), ": shutting down, reason=")
-		if !ok {
-			continue
-		}
-		at, err := time.Parse("2006-01-02 15:04:05.000-0700", stamp)
-		if err != nil || at.Before(since) {
-			continue
-		}
-		if r, ok := logShutoffReasons[strings.TrimSpace(rest)]; ok {
-			reason, found = r, true
-		}
-	}
-	return reason, found
+	return domain.LastShutoff(data, since.Add(-time.Second))
 }

@@ -5,14 +5,18 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"path/filepath"
 	"time"
 
+	"k8s.io/apimachinery/pkg/types"
 	v1 "kubevirt.io/api/core/v1"
 	"libvirt.org/go/libvirt"
 	"libvirt.org/go/libvirtxml"
 
 	"github.com/vmi2libvirt/vmi2libvirt/convert"
 	"github.com/vmi2libvirt/vmi2libvirt/domain"
+	"github.com/vmi2libvirt/vmi2libvirt/hostplan"
+	"github.com/vmi2libvirt/vmi2libvirt/internal/hostfiles"
 )
 
 // Sync makes libvirt run vmi as its spec says. It is idempotent: it plans
@@ -43,18 +47,52 @@ func (l *Launcher) Sync(ctx context.Context, vmi *v1.VirtualMachineInstance) err
 	if l.closed.Load() {
 		return ErrClosed
 	}
-	name := convert.DomainName(vmi)
-	deletes := l.deleteCount(name)
+	deletes := l.deleteCount(convert.DomainName(vmi))
 	began := time.Now()
 	plan, err := l.plan(ctx, vmi)
 	if err != nil {
 		return err
 	}
-	defer l.releaseImages(plan.marks.Images)
-	l.log.Debug("planned", "vmi", plan.marks.key(), "artifacts", len(plan.Artifacts), "took", time.Since(began))
-	st := l.stateFor(plan.marks.VMI.Namespace, plan.marks.VMI.Name, vmi.UID)
+	defer l.releaseImages(plan.Marks.Images)
+	l.log.Debug("planned", "vmi", plan.Marks.Key(), "artifacts", len(plan.Artifacts), "took", time.Since(began))
+	return l.applyPlan(ctx, plan, vmi.UID, deletes)
+}
+
+// Apply carries out a plan of this launcher (Plan, or hostplan.Make with
+// the launcher's owner and layout), as Sync does after planning: it
+// checks and makes the plan's artifacts, defines the plan's domain — or
+// leaves a definition of the same converted domain alone — and starts it
+// unless it has run before. The images the plan records are held from
+// PruneImages while it applies; one pruned since the plan was made fails
+// the check of its overlay (ErrHostNotReady: plan again). A plan of
+// another owner, or with its state folder elsewhere than Config.Layout's
+// StateDir, is refused. Errors are Sync's.
+func (l *Launcher) Apply(ctx context.Context, plan *Plan) error {
+	if plan == nil || plan.VMI == nil {
+		return errors.New("launcher: Apply of a nil plan")
+	}
+	if l.closed.Load() {
+		return ErrClosed
+	}
+	switch {
+	case plan.Marks.Owner != l.cfg.Owner:
+		return fmt.Errorf("launcher: a plan of owner %q cannot be applied by the launcher of %q", plan.Marks.Owner, l.cfg.Owner)
+	case filepath.Dir(plan.StateFolder) != filepath.Clean(l.cfg.Layout.StateDir):
+		return fmt.Errorf("launcher: the plan's state folder %s is not in this launcher's StateDir %s", plan.StateFolder, l.cfg.Layout.StateDir)
+	}
+	for _, u := range plan.Marks.Images {
+		l.holdImage(u.Digest)
+	}
+	defer l.releaseImages(plan.Marks.Images)
+	return l.applyPlan(ctx, plan, plan.VMI.UID, l.deleteCount(plan.Domain.Name))
+}
+
+// applyPlan applies plan under its VMI's lock, unless a Delete of the VMI
+// began since deletes was read.
+func (l *Launcher) applyPlan(ctx context.Context, plan *Plan, uid types.UID, deletes uint64) error {
+	st := l.stateFor(plan.Marks.VMI.Namespace, plan.Marks.VMI.Name, uid)
 	return l.bounded(ctx, st, func(ctx context.Context) error {
-		if l.deleteCount(name) != deletes {
+		if l.deleteCount(st.name) != deletes {
 			// A Delete called while this Sync waited for the VMI ran first.
 			l.forget(st)
 			return fmt.Errorf("%w: %s", ErrDeleted, st.key())
@@ -63,7 +101,8 @@ func (l *Launcher) Sync(ctx context.Context, vmi *v1.VirtualMachineInstance) err
 	})
 }
 
-// apply carries out plan for st, whose lock the caller holds.
+// apply carries out plan for st, whose lock the caller holds. A domain that
+// runs as planned costs no libvirt write and no status read.
 func (l *Launcher) apply(ctx context.Context, st *vmiState, plan *Plan) error {
 	key := st.key()
 	cur, err := l.current(ctx, st.name)
@@ -74,7 +113,7 @@ func (l *Launcher) apply(ctx context.Context, st *vmiState, plan *Plan) error {
 		if err := l.checkOwned(cur); err != nil {
 			return err
 		}
-		if old := cur.marks.VMI.UID; old != "" && plan.marks.VMI.UID != "" && old != plan.marks.VMI.UID {
+		if old := cur.marks.VMI.UID; old != "" && plan.Marks.VMI.UID != "" && old != plan.Marks.VMI.UID {
 			if cur.state.Active() {
 				return &ConflictError{Domain: st.name, Owner: cur.marks.Owner,
 					Reason: fmt.Sprintf("an earlier VMI of this name (uid %s) still runs; Delete it first", old)}
@@ -83,7 +122,7 @@ func (l *Launcher) apply(ctx context.Context, st *vmiState, plan *Plan) error {
 			if err := l.undefine(ctx, st.name); err != nil {
 				return err
 			}
-			if err := removeArtifacts(plan.VMI, l.cfg.Layout); err != nil {
+			if err := hostfiles.RemoveStateFolder(l.cfg.Layout.StateDir, plan.StateFolder); err != nil {
 				return wrapErr(err, "remove artifacts of the earlier %s", key)
 			}
 			st.mu.Lock()
@@ -99,25 +138,30 @@ func (l *Launcher) apply(ctx context.Context, st *vmiState, plan *Plan) error {
 	}
 
 	began := time.Now()
-	if err := applyArtifacts(ctx, plan.artifacts); err != nil {
-		return withVMI(wrapErr(err, "make host artifacts of %s", key), key)
+	if _, err := hostfiles.Apply(ctx, plan); err != nil {
+		return hostErr(err, key)
 	}
 	l.log.Debug("host artifacts made", "vmi", key, "took", time.Since(began))
 
-	m := *plan.marks
+	m := plan.Marks
 	if cur.exists {
-		m.Started, m.Shutdown, m.Ended = cur.marks.Started, cur.marks.Shutdown, cur.marks.Ended
+		m = m.WithRun(cur.marks)
 	}
+	changed := false
 	if !cur.exists || cur.marks.Hash != m.Hash || cur.marks.VMI != m.VMI {
-		if err := l.define(ctx, plan, &m); err != nil {
+		if err := l.define(ctx, plan, m); err != nil {
 			return err
 		}
+		changed = true
 		// Publish what is defined (Scheduled, for a new VMI) before
 		// starting.
 		l.refresh(ctx, st, time.Time{})
 		if err := ctx.Err(); err != nil {
 			return err
 		}
+	}
+	if !changed && cur.state.Active() && !(m.Started != nil && m.Started.Pending) && !domain.ShouldResume(cur.state, cur.reason) && st.isPublished() {
+		return nil // running as planned
 	}
 	if err := l.startOrResume(ctx, st, plan.VMI, &m); err != nil {
 		l.refresh(ctx, st, time.Time{})
@@ -129,23 +173,22 @@ func (l *Launcher) apply(ctx context.Context, st *vmiState, plan *Plan) error {
 
 // define defines plan's domain with marks m (the plan's, with what the
 // domain had recorded of its run).
-func (l *Launcher) define(ctx context.Context, plan *Plan, m *marks) error {
-	d := plan.Domain
-	if err := setMarks(d, m); err != nil {
-		return err
-	}
-	xml, err := domain.Marshal(d)
-	if err != nil {
-		return wrapErr(err, "marshal domain %s", d.Name)
+func (l *Launcher) define(ctx context.Context, plan *Plan, m hostplan.Marks) error {
+	xml := plan.XML
+	if m.Started != nil || m.Shutdown != nil || m.Ended != nil {
+		var err error
+		if xml, err = plan.XMLWith(m); err != nil {
+			return err
+		}
 	}
 	began := time.Now()
 	return l.do(ctx, func(c *libvirt.Connect) error {
 		dom, err := c.DomainDefineXMLFlags(string(xml), libvirt.DOMAIN_DEFINE_VALIDATE)
 		if err != nil {
-			return wrapErr(err, "define domain %s", d.Name)
+			return wrapErr(err, "define domain %s", plan.Domain.Name)
 		}
 		dom.Free()
-		l.log.Info("domain defined", "vmi", m.key(), "domain", d.Name, "took", time.Since(began))
+		l.log.Info("domain defined", "vmi", m.Key(), "domain", plan.Domain.Name, "took", time.Since(began))
 		return nil
 	})
 }
@@ -153,7 +196,7 @@ func (l *Launcher) define(ctx context.Context, plan *Plan, m *marks) error {
 // startOrResume starts the domain of a VMI that has not run (recording
 // that it has, before it starts), or resumes one paused for a reason other
 // than the user.
-func (l *Launcher) startOrResume(ctx context.Context, st *vmiState, v *v1.VirtualMachineInstance, m *marks) error {
+func (l *Launcher) startOrResume(ctx context.Context, st *vmiState, v *v1.VirtualMachineInstance, m *hostplan.Marks) error {
 	return l.onDomain(ctx, st.name, func(dom *libvirt.Domain) error {
 		state, reason, err := dom.GetState()
 		if err != nil {
@@ -180,7 +223,7 @@ func (l *Launcher) startOrResume(ctx context.Context, st *vmiState, v *v1.Virtua
 		if v.Spec.StartStrategy != nil && *v.Spec.StartStrategy == v1.StartStrategyPaused {
 			flags |= libvirt.DOMAIN_START_PAUSED
 		}
-		m.Started = &startedMark{At: time.Now().UTC().Truncate(time.Second), Pending: true}
+		m.Started = &hostplan.Started{At: time.Now().UTC().Truncate(time.Second), Pending: true}
 		st.mu.Lock()
 		st.starting = true
 		st.mu.Unlock()
@@ -212,8 +255,8 @@ func (l *Launcher) startOrResume(ctx context.Context, st *vmiState, v *v1.Virtua
 
 // writeMarks records m in the domain's metadata: in its persistent
 // definition, and in the running domain when live.
-func writeMarks(dom *libvirt.Domain, m *marks, live bool) error {
-	el, err := m.marshal()
+func writeMarks(dom *libvirt.Domain, m *hostplan.Marks, live bool) error {
+	el, err := m.Element()
 	if err != nil {
 		return err
 	}
@@ -221,19 +264,21 @@ func writeMarks(dom *libvirt.Domain, m *marks, live bool) error {
 	if live {
 		flags |= libvirt.DOMAIN_AFFECT_LIVE
 	}
-	return dom.SetMetadata(libvirt.DOMAIN_METADATA_ELEMENT, el, metadataPrefix, metadataNS, flags)
+	return dom.SetMetadata(libvirt.DOMAIN_METADATA_ELEMENT, el, hostplan.MetadataPrefix, hostplan.MetadataNS, flags)
 }
 
 // currentDomain is a domain as the launcher finds it.
 type currentDomain struct {
+	name   string
 	exists bool
 	state  domain.State
 	reason domain.Reason
-	marks  *marks // nil when it has none: not a launcher's
-	xml    *libvirtxml.Domain
+	marks  *hostplan.Marks    // nil when it has none: not a launcher's
+	xml    *libvirtxml.Domain // its live definition; nil when only its marks were read
 }
 
-// current reads the domain called name.
+// current reads the state and marks of the domain called name (not its
+// definition: see readDomain).
 func (l *Launcher) current(ctx context.Context, name string) (currentDomain, error) {
 	var cur currentDomain
 	err := l.read(ctx, func(c *libvirt.Connect) error {
@@ -245,21 +290,36 @@ func (l *Launcher) current(ctx context.Context, name string) (currentDomain, err
 			return wrapErr(err, "look up domain %s", name)
 		}
 		defer dom.Free()
-		cur, err = readDomain(dom, name)
+		cur, err = readDomain(dom, name, false)
 		return err
 	})
 	return cur, err
 }
 
-// readDomain reads a domain's state, reason, live definition and marks. A
-// domain that vanished meanwhile reads as not existing.
-func readDomain(dom *libvirt.Domain, name string) (currentDomain, error) {
+// readDomain reads a domain's state, reason and marks, and with full its
+// live definition too. A domain that vanished meanwhile reads as not
+// existing.
+func readDomain(dom *libvirt.Domain, name string, full bool) (currentDomain, error) {
 	state, reason, err := dom.GetState()
 	if isNoDomain(err) {
 		return currentDomain{}, nil
 	}
 	if err != nil {
 		return currentDomain{}, wrapErr(err, "read state of domain %s", name)
+	}
+	cur := currentDomain{name: name, exists: true, state: domain.State(state), reason: domain.Reason(reason)}
+	if !full {
+		el, err := dom.GetMetadata(libvirt.DOMAIN_METADATA_ELEMENT, hostplan.MetadataNS, libvirt.DOMAIN_AFFECT_CURRENT)
+		switch {
+		case isNoDomain(err):
+			return currentDomain{}, nil
+		case libvirtCode(err) == libvirt.ERR_NO_DOMAIN_METADATA:
+			return cur, nil
+		case err != nil:
+			return currentDomain{}, wrapErr(err, "read metadata of domain %s", name)
+		}
+		cur.marks, err = hostplan.ParseMarks(el)
+		return cur, err
 	}
 	raw, err := dom.GetXMLDesc(0)
 	if isNoDomain(err) {
@@ -268,24 +328,20 @@ func readDomain(dom *libvirt.Domain, name string) (currentDomain, error) {
 	if err != nil {
 		return currentDomain{}, wrapErr(err, "read XML of domain %s", name)
 	}
-	d, err := domain.Unmarshal([]byte(raw))
-	if err != nil {
+	if cur.xml, err = domain.Unmarshal([]byte(raw)); err != nil {
 		return currentDomain{}, wrapErr(err, "parse XML of domain %s", name)
 	}
-	m, err := marksOf(d)
-	if err != nil {
-		return currentDomain{}, err
-	}
-	return currentDomain{exists: true, state: domain.State(state), reason: domain.Reason(reason), marks: m, xml: d}, nil
+	cur.marks, err = hostplan.MarksOf(cur.xml)
+	return cur, err
 }
 
 // checkOwned refuses a domain this launcher does not own.
 func (l *Launcher) checkOwned(cur currentDomain) error {
 	switch {
 	case cur.marks == nil:
-		return &ConflictError{Domain: cur.xml.Name, Reason: "it was not defined by a vmi2libvirt launcher"}
+		return &ConflictError{Domain: cur.name, Reason: "it was not defined by a vmi2libvirt launcher"}
 	case cur.marks.Owner != l.cfg.Owner:
-		return &ConflictError{Domain: cur.xml.Name, Owner: cur.marks.Owner,
+		return &ConflictError{Domain: cur.name, Owner: cur.marks.Owner,
 			Reason: fmt.Sprintf("it belongs to the launcher %q, not to %q", cur.marks.Owner, l.cfg.Owner)}
 	}
 	return nil

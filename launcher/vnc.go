@@ -7,19 +7,18 @@ import (
 	"io"
 	"net"
 
-	"k8s.io/apimachinery/pkg/util/validation/field"
 	v1 "kubevirt.io/api/core/v1"
 	"libvirt.org/go/libvirt"
-	"libvirt.org/go/libvirtxml"
 
-	"github.com/vmi2libvirt/vmi2libvirt/api"
+	"github.com/vmi2libvirt/vmi2libvirt/hostplan"
+	"github.com/vmi2libvirt/vmi2libvirt/internal/streamconn"
 )
 
 // VNC opens a connection to the VMI's VNC display and returns it as a
 // stream that speaks RFB (the VNC protocol) from the server's first
 // message on: QEMU's version "RFB 003.008", then security type None (the
 // launcher is the party libvirt authenticated, so QEMU skips its own
-// authentication). A VNC client, or a proxy such as StreamServer, talks
+// authentication). A VNC client, or a proxy such as stream.Server, talks
 // to it as to a VNC server's TCP port. It closes when ctx ends (Read and
 // Write then return an error wrapping ctx's), when Close is called, or
 // when the guest's QEMU exits (Read returns io.EOF). Only the VMI's
@@ -48,10 +47,10 @@ func (l *Launcher) VNC(ctx context.Context, vmi *v1.VirtualMachineInstance) (io.
 		return nil, errors.New("launcher: VNC of a nil VMI")
 	}
 	what := "VNC of " + vmiKey(vmi)
-	return l.openStream(ctx, func(ctx context.Context) (*stream, error) {
+	return l.openStream(ctx, func(ctx context.Context) (*streamconn.Conn, error) {
 		var conn net.Conn
 		err := l.runningDomain(ctx, vmi, func(dom *libvirt.Domain, cur currentDomain) error {
-			idx, err := vncIndex(cur.xml)
+			idx, err := hostplan.VNCIndex(cur.xml)
 			if err != nil {
 				return err
 			}
@@ -69,28 +68,8 @@ func (l *Launcher) VNC(ctx context.Context, vmi *v1.VirtualMachineInstance) (io.
 		if err != nil {
 			return nil, err
 		}
-		s := newStream(conn, what, nil)
-		s.bind(ctx)
+		s := streamconn.New(conn, what, nil)
+		s.Bind(ctx)
 		return s, nil
 	})
-}
-
-// autoattachGraphicsDevice is the field that leaves a VMI without
-// graphics.
-var autoattachGraphicsDevice = field.NewPath("spec", "domain", "devices", "autoattachGraphicsDevice")
-
-// vncIndex returns the index of a domain's VNC display among its graphics
-// devices. A domain without one is the VMI's choice: an *InvalidError
-// naming autoattachGraphicsDevice.
-func vncIndex(d *libvirtxml.Domain) (uint, error) {
-	if d.Devices != nil {
-		for i, g := range d.Devices.Graphics {
-			if g.VNC != nil {
-				return uint(i), nil
-			}
-		}
-	}
-	return 0, &InvalidError{Kind: api.KindVMI, Stage: "vnc", Errors: field.ErrorList{
-		field.Invalid(autoattachGraphicsDevice, false, "the VMI has no graphics device (VNC)"),
-	}}
 }

@@ -2,11 +2,12 @@ package launcher
 
 import (
 	"context"
-	"sync"
 	"time"
 
 	"k8s.io/apimachinery/pkg/types"
 	v1 "kubevirt.io/api/core/v1"
+
+	"github.com/vmi2libvirt/vmi2libvirt/internal/fanout"
 )
 
 // Event is a status change of a VMI the launcher owns, as Watch delivers
@@ -33,61 +34,13 @@ const maxQueuedPerVMI = 32
 // subscriber is one Watch channel with its queue. Publishing never blocks:
 // events queue here and a goroutine hands them to the reader in order.
 type subscriber struct {
-	mu      sync.Mutex
-	queue   []Event
-	perVMI  map[string]int
-	seen    map[string]bool
-	kick    chan struct{}
-	out     chan Event
-	dropped int
+	*fanout.Queue[Event]
+	out chan Event
 }
 
-func eventKey(ev *Event) string { return ev.Namespace + "/" + ev.Name }
-
-// offer queues ev. When the reader is so slow that maxQueuedPerVMI events of
-// the VMI wait, the oldest of them goes: the latest is always kept.
-func (s *subscriber) offer(ev Event, initial bool) {
-	k := eventKey(&ev)
-	s.mu.Lock()
-	if initial && s.seen[k] {
-		s.mu.Unlock()
-		return
-	}
-	s.seen[k] = true
-	if s.perVMI[k] >= maxQueuedPerVMI {
-		for i := range s.queue {
-			if eventKey(&s.queue[i]) == k {
-				s.queue = append(s.queue[:i], s.queue[i+1:]...)
-				s.perVMI[k]--
-				s.dropped++
-				break
-			}
-		}
-	}
-	s.queue = append(s.queue, ev)
-	s.perVMI[k]++
-	s.mu.Unlock()
-	select {
-	case s.kick <- struct{}{}:
-	default:
-	}
-}
-
-// next takes the oldest queued event.
-func (s *subscriber) next() (Event, bool) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if len(s.queue) == 0 {
-		return Event{}, false
-	}
-	ev := s.queue[0]
-	s.queue[0] = Event{}
-	s.queue = s.queue[1:]
-	k := eventKey(&ev)
-	if s.perVMI[k]--; s.perVMI[k] == 0 {
-		delete(s.perVMI, k)
-	}
-	return ev, true
+// offer queues ev (see fanout.Queue.Offer).
+func (s subscriber) offer(ev Event, initial bool) {
+	s.Offer(ev.Namespace+"/"+ev.Name, ev, initial)
 }
 
 // Watch returns a channel that delivers every status change of every VMI
@@ -98,12 +51,7 @@ func (s *subscriber) next() (Event, bool) {
 // behind loses intermediate changes of a VMI, never its latest status. The
 // channel is closed when ctx ends or the launcher closes.
 func (l *Launcher) Watch(ctx context.Context) <-chan Event {
-	s := &subscriber{
-		perVMI: map[string]int{},
-		seen:   map[string]bool{},
-		kick:   make(chan struct{}, 1),
-		out:    make(chan Event),
-	}
+	s := &subscriber{Queue: fanout.New[Event](maxQueuedPerVMI), out: make(chan Event)}
 	if l.closed.Load() {
 		close(s.out)
 		return s.out
@@ -127,7 +75,7 @@ func (l *Launcher) Watch(ctx context.Context) <-chan Event {
 		}()
 		for {
 			for {
-				ev, ok := s.next()
+				ev, ok := s.Next()
 				if !ok {
 					break
 				}
@@ -140,7 +88,7 @@ func (l *Launcher) Watch(ctx context.Context) <-chan Event {
 				}
 			}
 			select {
-			case <-s.kick:
+			case <-s.Ready():
 			case <-ctx.Done():
 				return
 			case <-l.ctx.Done():

@@ -80,26 +80,38 @@ func FromVMI(vmi *v1.VirtualMachineInstance, cfg Config) (Result, error) {
 	return run(api.Document{Kind: api.KindVMI, VMI: vmi.DeepCopy()}, cfg)
 }
 
+// Admit is the first half of FromVMI: KubeVirt's defaults on a copy of vmi,
+// then validation (ValidateCreate's rules too when cfg.Create is set). It
+// returns the defaulted VMI, or an *InvalidError of stage "validate". A
+// caller that must resolve something the VMI names before it converts it —
+// the launcher pulls its images — admits it first and converts it with
+// Convert: one run of the pipeline, split in two.
+func Admit(vmi *v1.VirtualMachineInstance, cfg Config) (*v1.VirtualMachineInstance, error) {
+	if vmi == nil {
+		return nil, errors.New("pipeline: nil VirtualMachineInstance")
+	}
+	doc := api.Document{Kind: api.KindVMI, VMI: vmi.DeepCopy()}
+	return doc.VMI, admit(doc, cfg)
+}
+
+// Convert is the second half of FromVMI: it converts vmi, which Admit
+// returned, with cfg.Options, and returns the domain before it is marshalled
+// (domain.Marshal). A VMI the converter refuses is an *InvalidError of stage
+// "convert"; vmi is not modified.
+func Convert(vmi *v1.VirtualMachineInstance, cfg Config) (*libvirtxml.Domain, error) {
+	return convertDoc(api.Document{Kind: api.KindVMI, VMI: vmi}, cfg)
+}
+
 // run defaults, validates, converts and marshals the document's VMI, which
 // it owns.
 func run(doc api.Document, cfg Config) (Result, error) {
-	vmi := doc.VMI
-	r := Result{Kind: doc.Kind, VMI: vmi}
-	api.Default(vmi, cfg.Cluster)
-	validate := api.Validate
-	if cfg.Create {
-		validate = api.ValidateCreate
+	r := Result{Kind: doc.Kind, VMI: doc.VMI}
+	if err := admit(doc, cfg); err != nil {
+		return r, err
 	}
-	if errs := validate(vmi); len(errs) > 0 {
-		return r, doc.Invalid(api.StageValidate, errs)
-	}
-	d, err := convert.Convert(vmi, cfg.Options)
+	d, err := convertDoc(doc, cfg)
 	if err != nil {
-		var invalid *InvalidError
-		if !errors.As(err, &invalid) {
-			return r, fmt.Errorf("pipeline: convert: %w", err) // not the input's fault
-		}
-		return r, doc.Invalid(api.StageConvert, invalid.Errors)
+		return r, err
 	}
 	r.Domain = d
 	xml, err := domain.Marshal(d)
@@ -108,4 +120,30 @@ func run(doc api.Document, cfg Config) (Result, error) {
 	}
 	r.XML = xml
 	return r, nil
+}
+
+// admit defaults and validates the document's VMI, which it owns.
+func admit(doc api.Document, cfg Config) error {
+	api.Default(doc.VMI, cfg.Cluster)
+	validate := api.Validate
+	if cfg.Create {
+		validate = api.ValidateCreate
+	}
+	if errs := validate(doc.VMI); len(errs) > 0 {
+		return doc.Invalid(api.StageValidate, errs)
+	}
+	return nil
+}
+
+// convertDoc converts the document's admitted VMI.
+func convertDoc(doc api.Document, cfg Config) (*libvirtxml.Domain, error) {
+	d, err := convert.Convert(doc.VMI, cfg.Options)
+	if err != nil {
+		var invalid *InvalidError
+		if !errors.As(err, &invalid) {
+			return nil, fmt.Errorf("pipeline: convert: %w", err) // not the input's fault
+		}
+		return nil, doc.Invalid(api.StageConvert, invalid.Errors)
+	}
+	return d, nil
 }

@@ -12,6 +12,7 @@ import (
 
 	"github.com/vmi2libvirt/vmi2libvirt/internal/cmdutil"
 	"github.com/vmi2libvirt/vmi2libvirt/launcher"
+	"github.com/vmi2libvirt/vmi2libvirt/stream"
 )
 
 // vncFlags say where the VMI's VNC display is served.
@@ -44,7 +45,7 @@ func serveVNC(ctx context.Context, l *launcher.Launcher, vmi *v1.VirtualMachineI
 			return nil, err
 		}
 	}
-	srv := &launcher.StreamServer{
+	srv := &stream.Server{
 		Open:           func(ctx context.Context) (io.ReadWriteCloser, error) { return l.VNC(ctx, vmi) },
 		OriginPatterns: f.origins,
 		Logger:         log, // a refused client is a warning

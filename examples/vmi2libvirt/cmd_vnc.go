@@ -13,6 +13,7 @@ import (
 
 	"github.com/vmi2libvirt/vmi2libvirt/internal/cmdutil"
 	"github.com/vmi2libvirt/vmi2libvirt/launcher"
+	"github.com/vmi2libvirt/vmi2libvirt/stream"
 )
 
 func newVNCCommand() *cobra.Command {
@@ -76,7 +77,7 @@ printed.`,
 					return launcherError(err)
 				}
 				first.Close()
-				srv := &launcher.StreamServer{
+				srv := &stream.Server{
 					Open:           func(ctx context.Context) (io.ReadWriteCloser, error) { return l.VNC(ctx, vmi) },
 					OriginPatterns: originPattern,
 					Logger:         cmdutil.Logger(cmd.ErrOrStderr(), lf.verbose),

@@ -136,11 +136,10 @@ var validatorTools = []struct{ program, pkg string }{
 	{"xmllint", "libxml2-utils"},
 }
 
-// CheckSchema validates the domain XML in file with virt-xml-validate. When
-// it or the xmllint it runs is not installed it skips the check with a log
-// line, except when the environment variable CI is set: CI must check the
-// schema, so there the test fails.
-func CheckSchema(t testing.TB, file string) {
+// haveValidator tells whether the schema check's tools are installed; when
+// one is missing it logs that the check is skipped, or fails the test when
+// CI is set.
+func haveValidator(t testing.TB) bool {
 	t.Helper()
 	for _, tool := range validatorTools {
 		if _, err := exec.LookPath(tool.program); err != nil {
@@ -148,8 +147,20 @@ func CheckSchema(t testing.TB, file string) {
 				t.Fatalf("%s is not installed and CI is set: apt-get install %s", tool.program, tool.pkg)
 			}
 			t.Logf("schema check skipped: %s not installed (apt-get install %s)", tool.program, tool.pkg)
-			return
+			return false
 		}
+	}
+	return true
+}
+
+// CheckSchema validates the domain XML in file with virt-xml-validate. When
+// it or the xmllint it runs is not installed it skips the check with a log
+// line, except when the environment variable CI is set: CI must check the
+// schema, so there the test fails.
+func CheckSchema(t testing.TB, file string) {
+	t.Helper()
+	if !haveValidator(t) {
+		return
 	}
 	bin, err := exec.LookPath(Validator)
 	if err != nil {

@@ -97,7 +97,7 @@ type Config struct {
 	// StreamOrigins are the web origins, besides a port's own host and
 	// port, whose pages may open the VNC WebSocket ports: host patterns
 	// of path.Match, such as "localhost:6080" for a noVNC page served
-	// there (launcher.StreamServer.OriginPatterns). Empty: none.
+	// there (stream.Server.OriginPatterns). Empty: none.
 	StreamOrigins []string
 
 	// Workers is how many VMIs are reconciled at once; 0: DefaultWorkers.

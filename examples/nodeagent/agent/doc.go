@@ -106,11 +106,11 @@
 // any VNC viewer) and that display as WebSocket binary messages at any
 // path (websocat, noVNC's WebSocket; a browser page only from that same
 // host and port or an origin of Config.StreamOrigins, as
-// launcher.StreamServer checks the Origin of a WebSocket). A controller of its own ("vmi-streams") opens them once the
+// stream.Server checks the Origin of a WebSocket). A controller of its own ("vmi-streams") opens them once the
 // launcher reports the VMI Running — paused too, and while it shuts down
 // — and closes them, with their clients, when its guest stops, its object
 // goes or the agent stops; the next agent opens new ones. Each client gets a stream of its
-// own (launcher.StreamServer): VNC clients share the display; the console
+// own (stream.Server): VNC clients share the display; the console
 // takes one client at a time, and a second one is disconnected at once
 // (launcher.ErrConsoleBusy, in the agent's log).
 //

@@ -15,6 +15,7 @@ import (
 	v1 "kubevirt.io/api/core/v1"
 
 	"github.com/vmi2libvirt/vmi2libvirt/launcher"
+	"github.com/vmi2libvirt/vmi2libvirt/stream"
 )
 
 // VMIStreams is one running VMI's entry in the agent's /consoles listing:
@@ -38,7 +39,7 @@ type VMIStreams struct {
 	// VNCWebSocket is the host:port where the VNC display is served as
 	// WebSocket binary messages, at any path (websocat, noVNC's
 	// WebSocket; browser pages of other origins are refused, as
-	// launcher.StreamServer refuses them).
+	// stream.Server refuses them).
 	VNCWebSocket string `json:"vncWebSocket,omitempty"`
 	// VNCError is the launcher's error for a VMI without a VNC display
 	// (spec.domain.devices.autoattachGraphicsDevice false).
@@ -53,7 +54,7 @@ type streamPort struct {
 	name    string
 	off     func(*v1.VirtualMachineInstance) bool
 	open    func(ctx context.Context, l *launcher.Launcher, vmi *v1.VirtualMachineInstance) (io.ReadWriteCloser, error)
-	serve   func(s *launcher.StreamServer, ctx context.Context, ln net.Listener) error
+	serve   func(s *stream.Server, ctx context.Context, ln net.Listener) error
 	address func(*VMIStreams) *string
 	refusal func(*VMIStreams) *string
 }
@@ -68,7 +69,7 @@ var streamPorts = []streamPort{
 			return isFalse(vmi.Spec.Domain.Devices.AutoattachSerialConsole)
 		},
 		open:    openConsole,
-		serve:   (*launcher.StreamServer).Serve,
+		serve:   (*stream.Server).Serve,
 		address: func(e *VMIStreams) *string { return &e.Console },
 		refusal: func(e *VMIStreams) *string { return &e.ConsoleError },
 	},
@@ -78,7 +79,7 @@ var streamPorts = []streamPort{
 			return isFalse(vmi.Spec.Domain.Devices.AutoattachGraphicsDevice)
 		},
 		open:    openVNC,
-		serve:   (*launcher.StreamServer).Serve,
+		serve:   (*stream.Server).Serve,
 		address: func(e *VMIStreams) *string { return &e.VNC },
 		refusal: func(e *VMIStreams) *string { return &e.VNCError },
 	},
@@ -88,7 +89,7 @@ var streamPorts = []streamPort{
 			return isFalse(vmi.Spec.Domain.Devices.AutoattachGraphicsDevice)
 		},
 		open:    openVNC,
-		serve:   (*launcher.StreamServer).ServeWebSocket,
+		serve:   (*stream.Server).ServeWebSocket,
 		address: func(e *VMIStreams) *string { return &e.VNCWebSocket },
 		refusal: func(e *VMIStreams) *string { return &e.VNCError },
 	},
@@ -115,7 +116,7 @@ var errStreamsClosed = errors.New("agent: the stream ports are closed: the agent
 
 // streamServers holds the stream ports of the node's running VMIs:
 // listeners on host, port chosen by the system, each served by a
-// launcher.StreamServer until the VMI stops running here or the agent
+// stream.Server until the VMI stops running here or the agent
 // stops.
 type streamServers struct {
 	host     string
@@ -196,7 +197,7 @@ func (s *streamServers) open(ctx context.Context, vmi *v1.VirtualMachineInstance
 	for i, p := range ports {
 		ln := listeners[i]
 		log := s.log.With("vmi", key.String(), "stream", p.name, "address", ln.Addr().String())
-		srv := &launcher.StreamServer{
+		srv := &stream.Server{
 			Open: func(ctx context.Context) (io.ReadWriteCloser, error) {
 				return p.open(ctx, s.launcher, ref)
 			},
