@@ -106,11 +106,13 @@ func (l *Launcher) dispatchLoop() {
 			}
 		case h := <-l.events.ch:
 			if st := l.lookupState(h.name); st != nil {
+				st.events.Add(1)
 				l.scheduleRefresh(st, h.at)
 			}
 		case <-l.events.kick:
 			for name, at := range l.events.takeOverflow() {
 				if st := l.lookupState(name); st != nil {
+					st.events.Add(1)
 					l.scheduleRefresh(st, at)
 				}
 			}

@@ -90,6 +90,12 @@ type vmiState struct {
 	// mark is pending because of this process, not a dead one.
 	starting bool
 	deleted  bool
+	// readEvents and readGen are the events count and the connection's
+	// generation of the last reading of the domain that published: while
+	// they hold, status is current (List).
+	readEvents, readGen uint64
+
+	steadyState // steady.go
 }
 
 // atomicUID is a VMI UID read and written concurrently.
@@ -314,6 +320,15 @@ func (l *Launcher) install(cs conns) {
 		l.callbacks = append(l.callbacks, id)
 	} else {
 		l.log.Warn("libvirt agent events not registered", "err", err)
+	}
+	// A change of a domain's metadata (the marks) is a change of the
+	// domain for the steady state (steady.go).
+	if id, err := cs.mon.DomainEventMetadataChangeRegister(nil, func(_ *libvirt.Connect, d *libvirt.Domain, ev *libvirt.DomainEventMetadataChange) {
+		l.hint(d)
+	}); err == nil {
+		l.callbacks = append(l.callbacks, id)
+	} else {
+		l.log.Warn("libvirt metadata events not registered", "err", err)
 	}
 	l.conns = cs
 	l.facts = nil

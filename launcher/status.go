@@ -113,10 +113,12 @@ func (l *Launcher) publish(ctx context.Context, st *vmiState, libvirtEvent time.
 	if st.deleted {
 		return st.status, nil
 	}
+	events, gen := st.events.Load(), l.generation()
 	s, err := l.observe(ctx, st.name)
 	if err != nil {
 		return st.status, err
 	}
+	st.readEvents, st.readGen = events, gen
 	if m := s.Marks; m != nil && m.Owner != l.cfg.Owner {
 		return st.status, &ConflictError{Domain: st.name, Owner: m.Owner, Reason: fmt.Sprintf("it belongs to the launcher %q", m.Owner)}
 	}

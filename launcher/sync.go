@@ -8,7 +8,6 @@ import (
 	"path/filepath"
 	"time"
 
-	"k8s.io/apimachinery/pkg/types"
 	v1 "kubevirt.io/api/core/v1"
 	"libvirt.org/go/libvirt"
 	"libvirt.org/go/libvirtxml"
@@ -47,7 +46,11 @@ func (l *Launcher) Sync(ctx context.Context, vmi *v1.VirtualMachineInstance) err
 	if l.closed.Load() {
 		return ErrClosed
 	}
-	deletes := l.deleteCount(convert.DomainName(vmi))
+	name := convert.DomainName(vmi)
+	deletes := l.deleteCount(name)
+	if st := l.lookupState(name); st != nil && l.steady(st, vmi, deletes) {
+		return nil // it runs as this VMI's last Sync left it, and nothing changed since
+	}
 	began := time.Now()
 	plan, err := l.plan(ctx, vmi)
 	if err != nil {
@@ -55,7 +58,7 @@ func (l *Launcher) Sync(ctx context.Context, vmi *v1.VirtualMachineInstance) err
 	}
 	defer l.releaseImages(plan.Marks.Images)
 	l.log.Debug("planned", "vmi", plan.Marks.Key(), "artifacts", len(plan.Artifacts), "took", time.Since(began))
-	return l.applyPlan(ctx, plan, vmi.UID, deletes)
+	return l.applyPlan(ctx, plan, vmi, deletes)
 }
 
 // Apply carries out a plan of this launcher (Plan, or hostplan.Make with
@@ -84,12 +87,17 @@ func (l *Launcher) Apply(ctx context.Context, plan *Plan) error {
 		l.holdImage(u.Digest)
 	}
 	defer l.releaseImages(plan.Marks.Images)
-	return l.applyPlan(ctx, plan, plan.VMI.UID, l.deleteCount(plan.Domain.Name))
+	return l.applyPlan(ctx, plan, nil, l.deleteCount(plan.Domain.Name))
 }
 
 // applyPlan applies plan under its VMI's lock, unless a Delete of the VMI
-// began since deletes was read.
-func (l *Launcher) applyPlan(ctx context.Context, plan *Plan, uid types.UID, deletes uint64) error {
+// began since deletes was read. vmi is the VMI Sync planned for (nil for
+// Apply): a domain found running as planned is recorded as steady for it.
+func (l *Launcher) applyPlan(ctx context.Context, plan *Plan, vmi *v1.VirtualMachineInstance, deletes uint64) error {
+	uid := plan.VMI.UID
+	if vmi != nil {
+		uid = vmi.UID
+	}
 	st := l.stateFor(plan.Marks.VMI.Namespace, plan.Marks.VMI.Name, uid)
 	return l.bounded(ctx, st, func(ctx context.Context) error {
 		if l.deleteCount(st.name) != deletes {
@@ -97,14 +105,16 @@ func (l *Launcher) applyPlan(ctx context.Context, plan *Plan, uid types.UID, del
 			l.forget(st)
 			return fmt.Errorf("%w: %s", ErrDeleted, st.key())
 		}
-		return l.apply(ctx, st, plan)
+		return l.apply(ctx, st, plan, vmi, deletes)
 	})
 }
 
 // apply carries out plan for st, whose lock the caller holds. A domain that
-// runs as planned costs no libvirt write and no status read.
-func (l *Launcher) apply(ctx context.Context, st *vmiState, plan *Plan) error {
+// runs as planned costs no libvirt write and no status read, and is
+// recorded as steady for vmi when it is not nil (see steady.go).
+func (l *Launcher) apply(ctx context.Context, st *vmiState, plan *Plan, vmi *v1.VirtualMachineInstance, deletes uint64) error {
 	key := st.key()
+	events, gen := st.events.Load(), l.generation()
 	cur, err := l.current(ctx, st.name)
 	if err != nil {
 		return err
@@ -161,6 +171,9 @@ func (l *Launcher) apply(ctx context.Context, st *vmiState, plan *Plan) error {
 		}
 	}
 	if !changed && cur.state.Active() && !(m.Started != nil && m.Started.Pending) && !domain.ShouldResume(cur.state, cur.reason) && st.isPublished() {
+		if vmi != nil {
+			st.markSteady(vmi, gen, events, deletes)
+		}
 		return nil // running as planned
 	}
 	if err := l.startOrResume(ctx, st, plan.VMI, &m); err != nil {
