@@ -2,7 +2,7 @@
 # .ci/cluster.sh — a one-machine Kubernetes API server for the node agent,
 # for a person (the Go tests start their own through envtest):
 #
-#     bash .ci/cluster.sh up      # build if needed, start, install the VMI CRD
+#     bash .ci/cluster.sh up      # build if needed, start, install KubeVirt's CRDs
 #     bash .ci/cluster.sh down    # stop both servers
 #
 # `up` builds kube-apiserver, etcd and kubectl from their Go modules
@@ -10,9 +10,9 @@
 # admin client certificate and the service-account keys into
 # /var/lib/vmi2libvirt/cluster/ (once), starts etcd and kube-apiserver
 # listening on 127.0.0.1 only, waits until the API server is ready, installs
-# KubeVirt's VirtualMachineInstance CRD (examples/nodeagent/crd) and prints
+# KubeVirt's CRDs (examples/nodeagent/crd) and prints
 # the kubeconfig's path and how to use the built kubectl. A second `up` finds
-# them running and only reinstalls the CRD. `down` stops both and leaves
+# them running and only reinstalls the CRDs. `down` stops both and leaves
 # nothing running; etcd's data and the certificates stay for the next `up`
 # (remove /var/lib/vmi2libvirt/cluster to start from scratch).
 #
@@ -26,7 +26,7 @@ exec </dev/null
 repo="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 state=/var/lib/vmi2libvirt/cluster
 kubeconfig="$state/kubeconfig"
-crd="$repo/examples/nodeagent/crd/virtualmachineinstances.kubevirt.io.yaml"
+crds="$repo/examples/nodeagent/crd"
 api_port="${VMI2LIBVIRT_APISERVER_PORT:-6443}"
 etcd_port="${VMI2LIBVIRT_ETCD_PORT:-2379}"
 peer_port=$((etcd_port + 1))
@@ -182,17 +182,20 @@ $(tail -n 20 "$state/$name.log")"
 	done
 	log "kube-apiserver ready on https://127.0.0.1:$api_port ($((SECONDS - began))s)"
 
-	# Server-side apply: idempotent, and the CRD is too large for the
-	# last-applied annotation of a client-side apply.
-	kubectl apply --server-side --force-conflicts -f "$crd" >&2
+	# Server-side apply: idempotent, and the CRDs are too large for the
+	# last-applied annotation of a client-side apply. (-f of the folder
+	# applies each of its YAML files.)
+	kubectl apply --server-side --force-conflicts -f "$crds" >&2
 	# (kubectl wait fails outright while a new CRD has no conditions yet.)
 	began=$SECONDS
-	until [ "$(kubectl get crd virtualmachineinstances.kubevirt.io \
-		-o jsonpath='{.status.conditions[?(@.type=="Established")].status}')" = True ]; do
-		[ $((SECONDS - began)) -lt 120 ] || die "the VirtualMachineInstance CRD is not Established after 120s"
-		sleep 0.5
+	for name in virtualmachineinstances virtualmachines virtualmachineinstancemigrations; do
+		until [ "$(kubectl get crd "$name.kubevirt.io" \
+			-o jsonpath='{.status.conditions[?(@.type=="Established")].status}')" = True ]; do
+			[ $((SECONDS - began)) -lt 120 ] || die "the CRD $name.kubevirt.io is not Established after 120s"
+			sleep 0.5
+		done
 	done
-	log "VirtualMachineInstance CRD established"
+	log "KubeVirt's CRDs established (VirtualMachineInstance, VirtualMachine, VirtualMachineInstanceMigration)"
 
 	cat <<EOF
 
