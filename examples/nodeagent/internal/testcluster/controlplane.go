@@ -61,6 +61,7 @@ type ControlPlane struct {
 	// Kubeconfig holds its credentials.
 	Kubeconfig string
 
+	tb                     testing.TB // the test that started it: each process lives until it ends
 	bin, certFile, keyFile string
 }
 
@@ -104,7 +105,7 @@ func (c *Cluster) StartControlPlane(tb testing.TB) *ControlPlane {
 	if err != nil {
 		tb.Fatal(err)
 	}
-	cp := &ControlPlane{bin: buildControlPlane(tb, root)}
+	cp := &ControlPlane{tb: tb, bin: buildControlPlane(tb, root)}
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 
@@ -150,14 +151,15 @@ func (cp *ControlPlane) start(ctx context.Context, tb testing.TB, address string
 	tb.Helper()
 	cmd := exec.Command(cp.bin, "-kubeconfig", cp.Kubeconfig, "-tls-cert-file", cp.certFile, "-tls-private-key-file", cp.keyFile,
 		"-bind-address", address, "-metrics-address", "127.0.0.1:0")
-	cp.Process = StartProcess(tb, "control plane", cmd)
+	cp.Process = StartProcess(cp.tb, "control plane", cmd)
 	cp.Address = cp.Process.Address(ctx, tb, "controlplane: serving HTTPS")
 	cp.Metrics = "http://" + cp.Process.Address(ctx, tb, "controlplane: serving metrics and health")
 }
 
 // Restart starts the control plane again after it stopped (or was
 // killed), on the same HTTPS address, which the webhook configurations
-// name, and waits until it serves.
+// name, and waits until it serves. (Like the first, the process lives
+// until the test that started the control plane ends.)
 func (cp *ControlPlane) Restart(tb testing.TB) {
 	tb.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
