@@ -90,28 +90,39 @@ func (r *reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	if err := r.client.Get(ctx, req.NamespacedName, &cached); err != nil {
 		return reconcile.Result{}, client.IgnoreNotFound(err)
 	}
-	vmi := cached.DeepCopy()
-	if neverRan(vmi) {
-		vmi.Status.Phase = v1.Failed
-		vmi.Status.PhaseTransitionTimestamps = append(vmi.Status.PhaseTransitionTimestamps,
-			v1.VirtualMachineInstancePhaseTransitionTimestamp{Phase: v1.Failed, PhaseTransitionTimestamp: metav1.NewTime(r.now())})
-		r.log.Info("controlplane: a VMI deleted before a node took it fails", "vmi", req.String())
-	}
-	if vmi.IsFinal() {
-		drop := slices.Clone(finalizers)
-		if !r.hasOwnerVM(ctx, vmi) {
-			drop = append(drop, v1.VirtualMachineControllerFinalizer)
-		}
-		vmi.Finalizers = slices.DeleteFunc(vmi.Finalizers, func(f string) bool { return slices.Contains(drop, f) })
-	}
+	vmi := lifecycle(&cached, func() bool { return r.hasOwnerVM(ctx, &cached) }, r.now())
 	if vmi.Status.Phase == cached.Status.Phase && slices.Equal(vmi.Finalizers, cached.Finalizers) {
 		return reconcile.Result{}, nil
+	}
+	if vmi.Status.Phase != cached.Status.Phase {
+		r.log.Info("controlplane: a VMI deleted before a node took it fails", "vmi", req.String())
 	}
 	err := r.client.Patch(ctx, vmi, client.MergeFromWithOptions(&cached, client.MergeFromWithOptimisticLock{}))
 	if apierrors.IsConflict(err) || apierrors.IsNotFound(err) {
 		return reconcile.Result{}, nil // its own event brings it back
 	}
 	return reconcile.Result{}, err
+}
+
+// lifecycle returns a copy of vmi as the rules of the package doc want it:
+// Failed when it is deleted before any node took it, without the
+// finalizers KubeVirt's VMI controller removes once it ended (and the VM
+// controller's, when ownerVM says its VM is gone).
+func lifecycle(vmi *v1.VirtualMachineInstance, ownerVM func() bool, now time.Time) *v1.VirtualMachineInstance {
+	out := vmi.DeepCopy()
+	if neverRan(out) {
+		out.Status.Phase = v1.Failed
+		out.Status.PhaseTransitionTimestamps = append(out.Status.PhaseTransitionTimestamps,
+			v1.VirtualMachineInstancePhaseTransitionTimestamp{Phase: v1.Failed, PhaseTransitionTimestamp: metav1.NewTime(now)})
+	}
+	if out.IsFinal() {
+		drop := slices.Clone(finalizers)
+		if !ownerVM() {
+			drop = append(drop, v1.VirtualMachineControllerFinalizer)
+		}
+		out.Finalizers = slices.DeleteFunc(out.Finalizers, func(f string) bool { return slices.Contains(drop, f) })
+	}
+	return out
 }
 
 // neverRan tells whether vmi is being deleted before any node took it: it
