@@ -44,6 +44,15 @@ const (
 	reasonFailedDelete     = "FailedDelete"
 )
 
+// KubeVirt's words for a failed reconcile, which start the message of the
+// VM's Failure condition (syncError.what).
+const (
+	fetchingRunStrategyFailure = "Error fetching RunStrategy"
+	startingVMIFailure         = "Failure while starting VMI"
+	deletingVMIFailure         = "Failure attempting to delete VMI"
+	startRequestFailure        = "failed to patch VM with start action"
+)
+
 // Retry backoff of a VM whose reconcile failed.
 const (
 	retryMin = 200 * time.Millisecond
@@ -218,11 +227,11 @@ func (r *reconciler) sync(ctx context.Context, vm *v1.VirtualMachine, vmi *v1.Vi
 
 	strategy, err := vm.RunStrategy()
 	if err != nil {
-		return reconcile.Result{}, &syncError{fmt.Errorf("Error fetching RunStrategy: %w", err), reasonFailedCreate}, nil
+		return reconcile.Result{}, &syncError{fetchingRunStrategyFailure, err, reasonFailedCreate}, nil
 	}
 	d, err := decide(vm, vmi, strategy, r.now())
 	if err != nil {
-		return reconcile.Result{}, &syncError{err, reasonFailedCreate}, nil
+		return reconcile.Result{}, &syncError{"", err, reasonFailedCreate}, nil
 	}
 	if d.action != none {
 		log.Info("controlplane: "+d.action.String(), "runStrategy", strategy, "vmiPhase", phase(vmi))
@@ -235,7 +244,7 @@ func (r *reconciler) sync(ctx context.Context, vm *v1.VirtualMachine, vmi *v1.Vi
 		syncErr = r.stop(ctx, vm, vmi, log)
 	case stopAndRequestStart:
 		if err := r.requestStart(ctx, vm); err != nil {
-			return reconcile.Result{}, &syncError{fmt.Errorf("failed to patch VM with start action: %w", err), reasonFailedDelete}, nil
+			return reconcile.Result{}, &syncError{startRequestFailure, err, reasonFailedDelete}, nil
 		}
 		syncErr = r.stop(ctx, vm, vmi, log)
 	case setAlways:
@@ -246,7 +255,7 @@ func (r *reconciler) sync(ctx context.Context, vm *v1.VirtualMachine, vmi *v1.Vi
 			changed.Spec.Running = ptr.To(true)
 		}
 		if err := r.client.Update(ctx, changed); err != nil {
-			return reconcile.Result{}, &syncError{fmt.Errorf("Failure while starting VMI: %w", err), reasonFailedCreate}, nil
+			return reconcile.Result{}, &syncError{startingVMIFailure, err, reasonFailedCreate}, nil
 		}
 		return reconcile.Result{}, nil, nil // its own event brings it back
 	}
@@ -259,7 +268,7 @@ func (r *reconciler) sync(ctx context.Context, vm *v1.VirtualMachine, vmi *v1.Vi
 func (r *reconciler) start(ctx context.Context, vm *v1.VirtualMachine, log *slog.Logger) *syncError {
 	failed := func(err error) *syncError {
 		r.events.Eventf(vm, k8sv1.EventTypeWarning, reasonFailedCreate, "Error creating virtual machine instance: %v", err)
-		return &syncError{fmt.Errorf("Failure while starting VMI: %w", err), reasonFailedCreate}
+		return &syncError{startingVMIFailure, err, reasonFailedCreate}
 	}
 	removeCondition(vm, v1.VirtualMachineRestartRequired)
 	revision, err := r.revisions.create(ctx, vm)
@@ -297,7 +306,7 @@ func (r *reconciler) stop(ctx context.Context, vm *v1.VirtualMachine, vmi *v1.Vi
 			return nil // gone: its event brings the VM back
 		}
 		r.events.Eventf(vm, k8sv1.EventTypeWarning, reasonFailedDelete, "Error deleting virtual machine instance %s: %v", vmi.Name, err)
-		return &syncError{fmt.Errorf("Failure attempting to delete VMI: %w", err), reasonFailedDelete}
+		return &syncError{deletingVMIFailure, err, reasonFailedDelete}
 	}
 	removeCondition(vm, v1.VirtualMachineRestartRequired)
 	log.Info("controlplane: stopped the VM by deleting its VMI", "uid", vmi.UID, "phase", vmi.Status.Phase)
@@ -466,7 +475,7 @@ func phase(vmi *v1.VirtualMachineInstance) v1.VirtualMachineInstancePhase {
 // cache that lags behind.)
 func ignoreConflict(err error) (reconcile.Result, error) {
 	if apierrors.IsConflict(err) || apierrors.IsNotFound(err) || errors.Is(err, errChanged) {
-		return reconcile.Result{Requeue: true}, nil
+		return reconcile.Result{RequeueAfter: retryMin}, nil
 	}
 	return reconcile.Result{}, err
 }

@@ -15,13 +15,20 @@ import (
 const maxStartBackoff = 300 * time.Second
 
 // syncError is a failure of one reconcile that the VM's Failure condition
-// reports, with KubeVirt's reason (FailedCreate, FailedDelete...).
+// reports: what failed in KubeVirt's words (empty: err says it), the
+// error, and KubeVirt's reason (FailedCreate, FailedDelete...).
 type syncError struct {
+	what   string
 	err    error
 	reason string
 }
 
-func (e *syncError) Error() string { return e.err.Error() }
+func (e *syncError) Error() string {
+	if e.what == "" {
+		return e.err.Error()
+	}
+	return e.what + ": " + e.err.Error()
+}
 func (e *syncError) Unwrap() error { return e.err }
 
 // observed is what the controller knows of a VM besides its object: its

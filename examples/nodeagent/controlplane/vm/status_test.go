@@ -184,11 +184,11 @@ func TestSyncConditions(t *testing.T) {
 		{Type: v1.VirtualMachineInstancePaused, Status: k8sv1.ConditionTrue, Reason: "PausedByUser", LastTransitionTime: ready},
 	}
 	vm.Status.Conditions = append(vm.Status.Conditions, v1.VirtualMachineCondition{Type: v1.VirtualMachineRestartRequired, Status: k8sv1.ConditionTrue})
-	syncConditions(vm, vmi, &syncError{errors.New("boom"), reasonFailedCreate}, now)
+	syncConditions(vm, vmi, &syncError{startingVMIFailure, errors.New("boom"), reasonFailedCreate}, now)
 	want = []v1.VirtualMachineCondition{
 		{Type: v1.VirtualMachineReady, Status: k8sv1.ConditionTrue, LastTransitionTime: ready},
 		{Type: v1.VirtualMachineRestartRequired, Status: k8sv1.ConditionTrue},
-		{Type: v1.VirtualMachineFailure, Status: k8sv1.ConditionTrue, Reason: "FailedCreate", Message: "boom", LastTransitionTime: metav1.NewTime(now)},
+		{Type: v1.VirtualMachineFailure, Status: k8sv1.ConditionTrue, Reason: "FailedCreate", Message: "Failure while starting VMI: boom", LastTransitionTime: metav1.NewTime(now)},
 		{Type: v1.VirtualMachinePaused, Status: k8sv1.ConditionTrue, Reason: "PausedByUser", LastTransitionTime: ready},
 	}
 	if diff := cmp.Diff(want, vm.Status.Conditions); diff != "" {
