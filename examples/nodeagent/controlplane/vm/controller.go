@@ -200,10 +200,10 @@ func (r *reconciler) vmiOf(ctx context.Context, vm *v1.VirtualMachine) (*v1.Virt
 	return adopted, nil
 }
 
-// sync acts on the VM and its VMI: on the VM's deletion, its finalizer, its VMI's generation
-// annotation, its run strategy and its RestartRequired condition. It
-// returns the reconcile's result, a failure to report in the VM's Failure
-// condition (syncErr), or an error to retry.
+// sync acts on the VM and its VMI: the VM's deletion, its finalizer, its
+// VMI's generation annotation, its run strategy and its RestartRequired
+// condition. It returns the reconcile's result, a failure to report in the
+// VM's Failure condition (syncErr), or an error to retry.
 func (r *reconciler) sync(ctx context.Context, vm *v1.VirtualMachine, vmi *v1.VirtualMachineInstance, log *slog.Logger) (reconcile.Result, *syncError, error) {
 	var lastSpec *v1.VirtualMachineSpec
 	if vmi != nil {
