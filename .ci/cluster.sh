@@ -2,34 +2,50 @@
 # .ci/cluster.sh — a one-machine Kubernetes API server for the node agent,
 # for a person (the Go tests start their own through envtest):
 #
-#     bash .ci/cluster.sh up      # build if needed, start, install the VMI CRD
-#     bash .ci/cluster.sh down    # stop both servers
+#     bash .ci/cluster.sh up      # build if needed, start, install KubeVirt's CRDs, start the control plane
+#     bash .ci/cluster.sh down    # stop the control plane and both servers
 #
 # `up` builds kube-apiserver, etcd and kubectl from their Go modules
 # (.ci/kube/build.sh, cached), generates a CA, a serving certificate, an
 # admin client certificate and the service-account keys into
 # /var/lib/vmi2libvirt/cluster/ (once), starts etcd and kube-apiserver
 # listening on 127.0.0.1 only, waits until the API server is ready, installs
-# KubeVirt's VirtualMachineInstance CRD (examples/nodeagent/crd) and prints
-# the kubeconfig's path and how to use the built kubectl. A second `up` finds
-# them running and only reinstalls the CRD. `down` stops both and leaves
-# nothing running; etcd's data and the certificates stay for the next `up`
-# (remove /var/lib/vmi2libvirt/cluster to start from scratch).
+# KubeVirt's CRDs (examples/nodeagent/crd), starts the control plane
+# (examples/nodeagent/cmd/controlplane, built into the state folder: KubeVirt's
+# virt-controller and virt-api roles) with credentials of its own — a client
+# certificate of user vmi2libvirt-controlplane, whose rights are
+# examples/nodeagent/deploy/controlplane-rbac.yaml — and a serving
+# certificate of the cluster's CA, installs the webhook configurations that
+# send VMs and VMIs to it (examples/nodeagent/deploy/admission-webhooks.yaml,
+# with the CA as caBundle) once it is ready, and prints the kubeconfig's path,
+# how to use the built kubectl and how to start a node agent. A second `up`
+# finds them running and only reinstalls the CRDs, the RBAC and the webhook
+# configurations. `down` stops all three and leaves nothing running; etcd's
+# data and the certificates stay for the next `up` (remove
+# /var/lib/vmi2libvirt/cluster to start from scratch). While the control
+# plane is stopped, the API server refuses VM and VMI writes (its webhooks'
+# failurePolicy is Fail), as a KubeVirt cluster whose virt-api is down.
 #
 # Ports (127.0.0.1): kube-apiserver 6443, etcd 2379 (clients) and 2380
-# (peers); VMI2LIBVIRT_APISERVER_PORT and VMI2LIBVIRT_ETCD_PORT (clients;
-# peers on the next port) change them. Needs root (it writes under /var),
-# openssl and flock; no systemd; reads no standard input.
+# (peers), the control plane 8443 (webhooks) and 8081 (metrics and health);
+# VMI2LIBVIRT_APISERVER_PORT, VMI2LIBVIRT_ETCD_PORT (clients; peers on the
+# next port), VMI2LIBVIRT_CONTROLPLANE_PORT and
+# VMI2LIBVIRT_CONTROLPLANE_METRICS_PORT change them. Needs root (it writes
+# under /var), openssl, flock and go; no systemd; reads no standard input.
 set -euo pipefail
 exec </dev/null
 
 repo="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 state=/var/lib/vmi2libvirt/cluster
 kubeconfig="$state/kubeconfig"
-crd="$repo/examples/nodeagent/crd/virtualmachineinstances.kubevirt.io.yaml"
+nodeagent="$repo/examples/nodeagent"
+crds="$nodeagent/crd"
 api_port="${VMI2LIBVIRT_APISERVER_PORT:-6443}"
 etcd_port="${VMI2LIBVIRT_ETCD_PORT:-2379}"
 peer_port=$((etcd_port + 1))
+cp_port="${VMI2LIBVIRT_CONTROLPLANE_PORT:-8443}"
+cp_metrics_port="${VMI2LIBVIRT_CONTROLPLANE_METRICS_PORT:-8081}"
+cp_kubeconfig="$state/controlplane.kubeconfig"
 
 log() { echo "cluster.sh: $*" >&2; }
 die() { log "$*"; exit 1; }
@@ -66,13 +82,17 @@ stop() {
 	rm -f "$state/$name.pid"
 }
 
-# start NAME ARGS...: start the binary in its own session, detached from
-# this script, with its output in NAME.log.
-start() {
-	local name=$1
-	shift
+# start NAME ARGS...: start the binary NAME of $bin in its own session,
+# detached from this script, with its output in NAME.log.
+start() { start_program "$bin/$1" "$@"; }
+
+# start_program PATH NAME ARGS...: start the program PATH, called NAME
+# (its basename), as start does.
+start_program() {
+	local path=$1 name=$2
+	shift 2
 	log "starting $name (log: $state/$name.log)"
-	setsid "$bin/$name" "$@" >>"$state/$name.log" 2>&1 </dev/null &
+	setsid "$path" "$@" >>"$state/$name.log" 2>&1 </dev/null &
 	echo $! >"$state/$name.pid"
 }
 
@@ -108,9 +128,11 @@ certificates() {
 	mv "$tmp" "$dir"
 }
 
+# write_kubeconfig [FILE USER]: a kubeconfig of the client certificate
+# pki/USER.crt (default: the administrator's, into $kubeconfig).
 write_kubeconfig() {
-	local pki="$state/pki"
-	cat >"$kubeconfig.tmp" <<EOF
+	local pki="$state/pki" file="${1:-$kubeconfig}" user="${2:-admin}"
+	cat >"$file.tmp" <<EOF
 apiVersion: v1
 kind: Config
 clusters:
@@ -119,22 +141,91 @@ clusters:
     server: https://127.0.0.1:$api_port
     certificate-authority-data: $(base64 -w0 "$pki/ca.crt")
 users:
-- name: admin
+- name: $user
   user:
-    client-certificate-data: $(base64 -w0 "$pki/admin.crt")
-    client-key-data: $(base64 -w0 "$pki/admin.key")
+    client-certificate-data: $(base64 -w0 "$pki/$user.crt")
+    client-key-data: $(base64 -w0 "$pki/$user.key")
 contexts:
 - name: vmi2libvirt
   context:
     cluster: vmi2libvirt
-    user: admin
+    user: $user
 current-context: vmi2libvirt
 EOF
-	chmod 0600 "$kubeconfig.tmp"
-	mv "$kubeconfig.tmp" "$kubeconfig"
+	chmod 0600 "$file.tmp"
+	mv "$file.tmp" "$file"
 }
 
 kubectl() { "$bin/kubectl" --kubeconfig "$kubeconfig" "$@"; }
+
+# controlplane_certificates: the control plane's serving certificate
+# (127.0.0.1) and its client certificate (user vmi2libvirt-controlplane, no
+# group: its rights are the RBAC's), both of the cluster's CA (once).
+controlplane_certificates() {
+	local dir="$state/pki"
+	[ -f "$dir/vmi2libvirt-controlplane.crt" ] && return 0
+	log "generating the control plane's certificates into $dir"
+	(
+		cd "$dir"
+		openssl req -newkey rsa:2048 -nodes -subj "/CN=vmi2libvirt-controlplane" \
+			-keyout controlplane.key -out controlplane.csr 2>/dev/null
+		printf 'subjectAltName=IP:127.0.0.1,DNS:localhost\nextendedKeyUsage=serverAuth\n' >controlplane.ext
+		openssl x509 -req -in controlplane.csr -CA ca.crt -CAkey ca.key -CAcreateserial -days 3650 \
+			-extfile controlplane.ext -out controlplane.crt 2>/dev/null
+		openssl req -newkey rsa:2048 -nodes -subj "/CN=vmi2libvirt-controlplane" \
+			-keyout client.key -out client.csr 2>/dev/null
+		printf 'extendedKeyUsage=clientAuth\n' >client.ext
+		openssl x509 -req -in client.csr -CA ca.crt -CAkey ca.key -CAcreateserial -days 3650 \
+			-extfile client.ext -out client.crt 2>/dev/null
+		rm -f controlplane.csr controlplane.ext client.csr client.ext ca.srl
+		chmod 0600 controlplane.key client.key
+		mv client.key vmi2libvirt-controlplane.key
+		mv client.crt vmi2libvirt-controlplane.crt # last: it marks them done
+	)
+}
+
+# http_ok PORT PATH: true when GET http://127.0.0.1:PORT/PATH answers 200.
+http_ok() {
+	local status
+	{ exec 3<>"/dev/tcp/127.0.0.1/$1"; } 2>/dev/null || return 1
+	printf 'GET %s HTTP/1.0\r\nHost: 127.0.0.1\r\n\r\n' "$2" >&3
+	read -r _ status _ <&3 || status=
+	exec 3>&-
+	[ "$status" = 200 ]
+}
+
+# controlplane_up: the control plane's credentials and RBAC, the control
+# plane itself (built, unless one runs: it is kept), ready, then the webhook
+# configurations that send VMs and VMIs to it.
+controlplane_up() {
+	local pki="$state/pki" began
+	controlplane_certificates
+	write_kubeconfig "$cp_kubeconfig" vmi2libvirt-controlplane
+	kubectl apply --server-side --force-conflicts -f "$nodeagent/deploy/controlplane-rbac.yaml" >&2
+	if running controlplane; then
+		log "controlplane is running (pid $(cat "$state/controlplane.pid"))"
+	else
+		log "building the control plane (examples/nodeagent/cmd/controlplane)"
+		mkdir -p "$state/bin"
+		(cd "$nodeagent" && go build -o "$state/bin/controlplane" ./cmd/controlplane)
+		start_program "$state/bin/controlplane" controlplane -kubeconfig "$cp_kubeconfig" \
+			-tls-cert-file "$pki/controlplane.crt" -tls-private-key-file "$pki/controlplane.key" \
+			-bind-address "127.0.0.1:$cp_port" -metrics-address "127.0.0.1:$cp_metrics_port"
+	fi
+	began=$SECONDS
+	until http_ok "$cp_metrics_port" /readyz; do
+		running controlplane || die "controlplane exited; the end of $state/controlplane.log:
+$(tail -n 20 "$state/controlplane.log")"
+		[ $((SECONDS - began)) -lt 120 ] || die "the control plane is not ready after 120s; see $state/controlplane.log"
+		sleep 0.5
+	done
+	log "control plane ready on https://127.0.0.1:$cp_port ($((SECONDS - began))s)"
+	# The committed configurations name the default port and no caBundle:
+	# each url gets this one's port, and the cluster's CA beside it.
+	sed -e "s|^\( *\)url: https://127.0.0.1:8443/\(.*\)\$|\1url: https://127.0.0.1:$cp_port/\2\n\1caBundle: $(base64 -w0 "$pki/ca.crt")|" \
+		"$nodeagent/deploy/admission-webhooks.yaml" | kubectl apply --server-side --force-conflicts -f - >&2
+	log "admission webhooks installed (virt-api-mutator, virt-api-validator)"
+}
 
 up() {
 	[ "$(id -u)" -eq 0 ] || die "run me as root: I write under /var/cache and /var/lib"
@@ -182,17 +273,22 @@ $(tail -n 20 "$state/$name.log")"
 	done
 	log "kube-apiserver ready on https://127.0.0.1:$api_port ($((SECONDS - began))s)"
 
-	# Server-side apply: idempotent, and the CRD is too large for the
-	# last-applied annotation of a client-side apply.
-	kubectl apply --server-side --force-conflicts -f "$crd" >&2
+	# Server-side apply: idempotent, and the CRDs are too large for the
+	# last-applied annotation of a client-side apply. (-f of the folder
+	# applies each of its YAML files.)
+	kubectl apply --server-side --force-conflicts -f "$crds" >&2
 	# (kubectl wait fails outright while a new CRD has no conditions yet.)
 	began=$SECONDS
-	until [ "$(kubectl get crd virtualmachineinstances.kubevirt.io \
-		-o jsonpath='{.status.conditions[?(@.type=="Established")].status}')" = True ]; do
-		[ $((SECONDS - began)) -lt 120 ] || die "the VirtualMachineInstance CRD is not Established after 120s"
-		sleep 0.5
+	for name in virtualmachineinstances virtualmachines virtualmachineinstancemigrations; do
+		until [ "$(kubectl get crd "$name.kubevirt.io" \
+			-o jsonpath='{.status.conditions[?(@.type=="Established")].status}')" = True ]; do
+			[ $((SECONDS - began)) -lt 120 ] || die "the CRD $name.kubevirt.io is not Established after 120s"
+			sleep 0.5
+		done
 	done
-	log "VirtualMachineInstance CRD established"
+	log "KubeVirt's CRDs established (VirtualMachineInstance, VirtualMachine, VirtualMachineInstanceMigration)"
+
+	controlplane_up
 
 	cat <<EOF
 
@@ -203,13 +299,18 @@ The cluster is up. Its kubeconfig:
 Use the kubectl built with it:
 
     export KUBECONFIG=$kubeconfig PATH=$bin:\$PATH
-    kubectl get vmi
+    kubectl get vm,vmi
+
+Start a node agent on this machine, which runs the VMIs:
+
+    (cd examples/nodeagent && go run . -kubeconfig "\$KUBECONFIG" -node "\$(hostname)" -emulate -claim)
 
 Stop it with: bash .ci/cluster.sh down
 EOF
 }
 
 down() {
+	stop controlplane
 	stop kube-apiserver
 	stop etcd
 	log "stopped; etcd's data and the certificates stay in $state"

@@ -9,7 +9,6 @@ package main
 // tests on the same libvirtd.
 
 import (
-	"bufio"
 	"context"
 	"errors"
 	"fmt"
@@ -373,16 +372,8 @@ func stateFolder(stateDir, ns, name string) string {
 // agentProcess is the node agent running as a child process (the test
 // binary running main), with its stderr collected line by line.
 type agentProcess struct {
-	cmd  *exec.Cmd
-	node string
-
-	mu      sync.Mutex
-	lines   []string
-	changed chan struct{} // a line arrived (capacity 1)
-
-	exited  chan struct{} // closed when the process has exited
-	exitErr error         // cmd.Wait's answer, once exited is closed
-
+	*testcluster.Process
+	node    string
 	metrics string // base URL of its metrics and health, once known
 }
 
@@ -392,46 +383,13 @@ func startAgent(t testing.TB, args ...string) *agentProcess {
 	t.Helper()
 	cmd := exec.Command(os.Args[0], args...)
 	cmd.Env = append(os.Environ(), runMainEnv+"=1")
-	stderr, err := cmd.StderrPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	a := &agentProcess{cmd: cmd, changed: make(chan struct{}, 1), exited: make(chan struct{})}
+	a := &agentProcess{}
 	for i, arg := range args {
 		if arg == "-node" && i+1 < len(args) {
 			a.node = args[i+1]
 		}
 	}
-	go func() {
-		s := bufio.NewScanner(stderr)
-		s.Buffer(make([]byte, 64<<10), 1<<20)
-		for s.Scan() {
-			a.mu.Lock()
-			a.lines = append(a.lines, s.Text())
-			a.mu.Unlock()
-			select {
-			case a.changed <- struct{}{}:
-			default:
-			}
-		}
-		_, _ = io.Copy(io.Discard, stderr)
-		a.exitErr = cmd.Wait() // after the last read, as exec requires
-		close(a.exited)
-	}()
-	t.Cleanup(func() {
-		select {
-		case <-a.exited:
-		default:
-			_ = cmd.Process.Kill()
-			<-a.exited
-		}
-		if t.Failed() {
-			t.Logf("agent %s output:\n%s", a.node, a.output())
-		}
-	})
+	a.Process = testcluster.StartProcess(t, "agent "+a.node, cmd)
 	return a
 }
 
@@ -446,12 +404,7 @@ func (w *world) startNode(t testing.TB, node, stateDir string, extra ...string) 
 	a := startAgent(t, args...)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	line := a.waitFor(ctx, t, "nodeagent: serving metrics and health")
-	_, addr, ok := strings.Cut(line, "address=")
-	if !ok {
-		t.Fatalf("no address in %q", line)
-	}
-	a.metrics = "http://" + strings.Fields(addr)[0]
+	a.metrics = "http://" + a.Address(ctx, t, "nodeagent: serving metrics and health")
 	a.waitFor(ctx, t, "nodeagent: watching VMIs")
 	return a
 }
@@ -459,65 +412,21 @@ func (w *world) startNode(t testing.TB, node, stateDir string, extra ...string) 
 // waitFor returns the first line of the agent's stderr that holds text.
 func (a *agentProcess) waitFor(ctx context.Context, t testing.TB, text string) string {
 	t.Helper()
-	next := 0
-	for {
-		a.mu.Lock()
-		lines := a.lines[next:]
-		next = len(a.lines)
-		a.mu.Unlock()
-		for _, line := range lines {
-			if strings.Contains(line, text) {
-				return line
-			}
-		}
-		select {
-		case <-a.changed:
-		case <-a.exited:
-			a.mu.Lock()
-			more := next < len(a.lines)
-			a.mu.Unlock()
-			if !more {
-				t.Fatalf("agent exited (%v) before logging %q:\n%s", a.exitErr, text, a.output())
-			}
-		case <-ctx.Done():
-			t.Fatalf("agent did not log %q: %v\n%s", text, ctx.Err(), a.output())
-		}
-	}
+	return a.WaitFor(ctx, t, text)
 }
 
 // stop sends the agent sig and waits for it to exit; SIGTERM must end it
 // with status 0.
 func (a *agentProcess) stop(t testing.TB, sig os.Signal) {
 	t.Helper()
-	if err := a.cmd.Process.Signal(sig); err != nil {
-		t.Fatal(err)
-	}
-	select {
-	case <-a.exited:
-	case <-time.After(time.Minute):
-		t.Fatalf("agent %s still runs a minute after %v", a.node, sig)
-	}
-	if sig != os.Kill && a.exitErr != nil {
-		t.Fatalf("agent %s after %v: %v (want exit 0)\n%s", a.node, sig, a.exitErr, a.output())
-	}
+	a.Stop(t, sig)
 }
 
 // wait waits for the agent to exit and returns cmd.Wait's error.
-func (a *agentProcess) wait(ctx context.Context) error {
-	select {
-	case <-a.exited:
-		return a.exitErr
-	case <-ctx.Done():
-		return fmt.Errorf("agent still running: %w", ctx.Err())
-	}
-}
+func (a *agentProcess) wait(ctx context.Context) error { return a.Wait(ctx) }
 
 // output is everything the agent printed on stderr so far.
-func (a *agentProcess) output() string {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	return strings.Join(a.lines, "\n")
-}
+func (a *agentProcess) output() string { return a.Output() }
 
 // get fetches path from the agent's metrics and health server.
 func (a *agentProcess) get(t testing.TB, path string) (int, string) {

@@ -16,7 +16,6 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/kubernetes"
-	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/record"
@@ -35,6 +34,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 	"sigs.k8s.io/controller-runtime/pkg/source"
 
+	"github.com/vmi2libvirt/vmi2libvirt/examples/nodeagent/internal/scheme"
+	"github.com/vmi2libvirt/vmi2libvirt/examples/nodeagent/internal/serve"
 	"github.com/vmi2libvirt/vmi2libvirt/launcher"
 )
 
@@ -146,14 +147,7 @@ func (cfg Config) withDefaults() (Config, error) {
 
 // NewScheme knows Kubernetes' built-in types and KubeVirt's kubevirt.io/v1.
 func NewScheme() (*runtime.Scheme, error) {
-	scheme := runtime.NewScheme()
-	if err := clientgoscheme.AddToScheme(scheme); err != nil {
-		return nil, err
-	}
-	if err := v1.AddToScheme(scheme); err != nil {
-		return nil, err
-	}
-	return scheme, nil
+	return scheme.New()
 }
 
 // ErrNoCRD is returned by Run when the API server does not serve
@@ -205,7 +199,7 @@ func Run(ctx context.Context, restConfig *rest.Config, cfg Config) error {
 	mgr, err := ctrl.NewManager(restConfig, manager.Options{
 		Scheme: scheme,
 		Logger: logr.FromSlogHandler(cfg.Logger.Handler()),
-		// The agent serves metrics and health itself (httpServer).
+		// The agent serves metrics and health itself (httpHandler).
 		Metrics:                metricsserver.Options{BindAddress: "0"},
 		HealthProbeBindAddress: "0",
 		// This node's VMIs only, as virt-handler watches them.
@@ -370,27 +364,27 @@ func addHTTPServer(mgr manager.Manager, l *launcher.Launcher, streams *streamSer
 	if err != nil {
 		return fmt.Errorf("agent: metrics and health: %w", err)
 	}
-	return mgr.Add(&httpServer{
-		listener: ln,
-		consoles: consolesHandler{streams: streams},
-		healthz:  map[string]healthz.Checker{"ping": healthz.Ping},
-		readyz: map[string]healthz.Checker{
-			"informers": func(req *http.Request) error {
-				ctx, cancel := context.WithTimeout(req.Context(), time.Second)
-				defer cancel()
-				if !mgr.GetCache().WaitForCacheSync(ctx) {
-					return errors.New("the cache of this node's VMIs is not synced")
-				}
-				return nil
-			},
-			"libvirt": func(req *http.Request) error {
-				ctx, cancel := context.WithTimeout(req.Context(), 5*time.Second)
-				defer cancel()
-				_, err := l.List(ctx)
-				return err
-			},
+	readyz := map[string]healthz.Checker{
+		"informers": func(req *http.Request) error {
+			ctx, cancel := context.WithTimeout(req.Context(), time.Second)
+			defer cancel()
+			if !mgr.GetCache().WaitForCacheSync(ctx) {
+				return errors.New("the cache of this node's VMIs is not synced")
+			}
+			return nil
 		},
-		log: log,
+		"libvirt": func(req *http.Request) error {
+			ctx, cancel := context.WithTimeout(req.Context(), 5*time.Second)
+			defer cancel()
+			_, err := l.List(ctx)
+			return err
+		},
+	}
+	return mgr.Add(&serve.Server{
+		Listener: ln,
+		Handler:  httpHandler(map[string]healthz.Checker{"ping": healthz.Ping}, readyz, consolesHandler{streams: streams}),
+		Log:      log,
+		Message:  "nodeagent: serving metrics and health",
 	})
 }
 

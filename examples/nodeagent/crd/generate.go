@@ -1,15 +1,17 @@
-// Package crd holds KubeVirt's VirtualMachineInstance CustomResourceDefinition
-// as KubeVirt's operator installs it, and the generator that reproduces it
-// from the published kubevirt.io/api module.
+// Package crd holds KubeVirt's VirtualMachineInstance, VirtualMachine and
+// VirtualMachineInstanceMigration CustomResourceDefinitions as KubeVirt's
+// operator installs them, and the generator that reproduces them from the
+// published kubevirt.io/api module.
 //
-// The committed file (File, in this folder) is what the node agent's tests
-// and .ci/cluster.sh install, so neither needs a generator at run time.
-// `go test ./crd -update` (from examples/nodeagent) rewrites it; a normal run
-// regenerates it and fails when the two differ.
+// The committed files (one per Definition, in this folder) are what the
+// node agent's and the control plane's tests and .ci/cluster.sh install, so
+// none needs a generator at run time. `go test ./crd -update` (from
+// examples/nodeagent) rewrites them; a normal run regenerates them and fails
+// when they differ.
 //
 // It lives in the node agent's module, not the library's, because the
 // generator needs sigs.k8s.io/controller-tools, which an embedder of the
-// library must not inherit, and the agent is the only thing that needs a CRD.
+// library must not inherit.
 package crd
 
 import (
@@ -29,88 +31,152 @@ import (
 	"sigs.k8s.io/yaml"
 )
 
-// File is the name of the committed CRD in this folder.
-const File = "virtualmachineinstances.kubevirt.io.yaml"
-
-// Name is the CRD's object name.
-const Name = "virtualmachineinstances.kubevirt.io"
-
-// APIPackage is the Go package whose types the schema is generated from:
-// the version of kubevirt.io/api this module requires decides the schema.
+// APIPackage is the Go package whose types the schemas are generated from:
+// the version of kubevirt.io/api this module requires decides them.
 const APIPackage = "kubevirt.io/api/core/v1"
 
-// Generate builds the VirtualMachineInstance CRD the way KubeVirt v1.8.0
-// does and returns it as YAML.
+// Definition is one of KubeVirt's CRDs as its operator declares it
+// (pkg/virt-operator/resource/generate/components/crds.go): what is not the
+// schema.
+type Definition struct {
+	// Names are the CRD's names; Names.Plural also names the CRD
+	// (<plural>.kubevirt.io) and its file (<plural>.kubevirt.io.yaml).
+	Names extv1.CustomResourceDefinitionNames
+	// Columns are the printer columns of every version.
+	Columns []extv1.CustomResourceColumnDefinition
+	// Status tells whether every version has the status subresource.
+	Status bool
+}
+
+// Name is the CRD's object name.
+func (d Definition) Name() string { return d.Names.Plural + "." + virtv1.SchemeGroupVersion.Group }
+
+// File is the name of the committed CRD in this folder.
+func (d Definition) File() string { return d.Name() + ".yaml" }
+
+// The definitions Generate makes, as crds.go of KubeVirt v1.8.0 declares
+// them.
+var (
+	// VirtualMachineInstance: no status subresource (status is written
+	// with the object, as virt-handler and the node agent do).
+	VirtualMachineInstance = Definition{
+		Names: names("virtualmachineinstances", "virtualmachineinstance", "VirtualMachineInstance", "vmi", "vmis"),
+		Columns: []extv1.CustomResourceColumnDefinition{
+			{Name: "Age", Type: "date", JSONPath: ".metadata.creationTimestamp"},
+			{Name: "Phase", Type: "string", JSONPath: ".status.phase"},
+			{Name: "IP", Type: "string", JSONPath: ".status.interfaces[0].ipAddress"},
+			{Name: "NodeName", Type: "string", JSONPath: ".status.nodeName"},
+			{Name: "Ready", Type: "string", JSONPath: ".status.conditions[?(@.type=='Ready')].status"},
+			{Name: "Live-Migratable", Type: "string", JSONPath: ".status.conditions[?(@.type=='LiveMigratable')].status", Priority: 1},
+			{Name: "Paused", Type: "string", JSONPath: ".status.conditions[?(@.type=='Paused')].status", Priority: 1},
+		},
+	}
+	// VirtualMachine: with the status subresource, which the VM
+	// controller writes.
+	VirtualMachine = Definition{
+		Names: names("virtualmachines", "virtualmachine", "VirtualMachine", "vm", "vms"),
+		Columns: []extv1.CustomResourceColumnDefinition{
+			{Name: "Age", Type: "date", JSONPath: ".metadata.creationTimestamp"},
+			{Name: "Status", Description: "Human Readable Status", Type: "string", JSONPath: ".status.printableStatus"},
+			{Name: "Ready", Type: "string", JSONPath: ".status.conditions[?(@.type=='Ready')].status"},
+		},
+		Status: true,
+	}
+	// VirtualMachineInstanceMigration: with the status subresource.
+	VirtualMachineInstanceMigration = Definition{
+		Names: names("virtualmachineinstancemigrations", "virtualmachineinstancemigration", "VirtualMachineInstanceMigration", "vmim", "vmims"),
+		Columns: []extv1.CustomResourceColumnDefinition{
+			{Name: "Phase", Type: "string", JSONPath: ".status.phase", Description: "The current phase of VM instance migration"},
+			{Name: "VMI", Type: "string", JSONPath: ".spec.vmiName", Description: "The name of the VMI to perform the migration on"},
+		},
+		Status: true,
+	}
+)
+
+// Definitions are the CRDs Generate makes, in the order they are
+// installed.
+var Definitions = []Definition{VirtualMachineInstance, VirtualMachine, VirtualMachineInstanceMigration}
+
+// names are a CRD's names in category "all", as KubeVirt gives each.
+func names(plural, singular, kind string, short ...string) extv1.CustomResourceDefinitionNames {
+	return extv1.CustomResourceDefinitionNames{Plural: plural, Singular: singular, Kind: kind, ShortNames: short, Categories: []string{"all"}}
+}
+
+// Generate builds every CRD of Definitions the way KubeVirt v1.8.0 does and
+// returns each as YAML, by file name (Definition.File).
 //
-// The schema is KubeVirt's hack/generate.sh step: controller-gen's
+// The schemas are KubeVirt's hack/generate.sh step: controller-gen's
 // `crd:allowDangerousTypes=true paths=<kubevirt.io/api/core/v1>`, the first
-// version's openAPIV3Schema taken from the VirtualMachineInstance CRD it
-// writes, backticks in descriptions turned into single quotes
+// version's openAPIV3Schema taken from the CRD of each kind it writes,
+// backticks in descriptions turned into single quotes
 // (tools/crd-validation-generator); that generated schema is what
 // pkg/virt-operator/resource/generate/components/validations_generated.go
-// holds. The rest of the object is NewVirtualMachineInstanceCrd in
-// pkg/virt-operator/resource/generate/components/crds.go: the "kubevirt.io"
-// label, group, names and short names, the versions kubevirt.io/api declares
-// (ApiSupportedVersions: v1 served and stored, v1alpha3 served and
-// deprecated), the printer columns, the schema on every version, and no
-// subresources (no status subresource: status is written with the object).
+// holds. The rest of each object is crds.go's New…Crd: the "kubevirt.io"
+// label, group, names and short names, the versions kubevirt.io/api
+// declares (ApiSupportedVersions: v1 served and stored, v1alpha3 served and
+// deprecated), the printer columns, the schema on every version, and the
+// status subresource where KubeVirt has one (VirtualMachine,
+// VirtualMachineInstanceMigration; the VirtualMachineInstance has none:
+// its status is written with the object).
 //
-// Checked against KubeVirt v1.8.0's source: the generated openAPIV3Schema
-// is equal (decoded, compared as extv1.JSONSchemaProps) to the
-// "virtualmachineinstance" entry of validations_generated.go, and names,
-// columns and versions were compared with crds.go by reading.
+// Checked against KubeVirt v1.8.0's source: each generated openAPIV3Schema
+// is equal (decoded, compared as extv1.JSONSchemaProps) to its entry of
+// validations_generated.go ("virtualmachineinstance", "virtualmachine",
+// "virtualmachineinstancemigration"), and names, columns, versions and
+// subresources were compared with crds.go by reading.
 //
 // Generate loads kubevirt.io/api/core/v1 with `go list`, so it runs inside
 // this module with the module's dependencies downloaded.
-func Generate() ([]byte, error) {
-	schema, err := generateSchema()
+func Generate() (map[string][]byte, error) {
+	schemas, err := generateSchemas()
 	if err != nil {
 		return nil, err
 	}
-	crd := extv1.CustomResourceDefinition{
+	out := map[string][]byte{}
+	for _, d := range Definitions {
+		schema, ok := schemas[d.Names.Plural]
+		if !ok {
+			return nil, fmt.Errorf("crd: controller-gen wrote no CRD of %s", d.Names.Kind)
+		}
+		y, err := marshal(d.object(schema))
+		if err != nil {
+			return nil, err
+		}
+		out[d.File()] = y
+	}
+	return out, nil
+}
+
+// object is the CRD of d with schema on every version.
+func (d Definition) object(schema *extv1.JSONSchemaProps) *extv1.CustomResourceDefinition {
+	crd := &extv1.CustomResourceDefinition{
 		TypeMeta: metav1.TypeMeta{APIVersion: "apiextensions.k8s.io/v1", Kind: "CustomResourceDefinition"},
 		ObjectMeta: metav1.ObjectMeta{
-			Name:   Name,
+			Name:   d.Name(),
 			Labels: map[string]string{virtv1.AppLabel: ""},
 		},
 		Spec: extv1.CustomResourceDefinitionSpec{
-			Group: virtv1.VirtualMachineInstanceGroupVersionKind.Group,
+			Group: virtv1.SchemeGroupVersion.Group,
 			Scope: extv1.NamespaceScoped,
-			Names: extv1.CustomResourceDefinitionNames{
-				Plural:     "virtualmachineinstances",
-				Singular:   "virtualmachineinstance",
-				Kind:       virtv1.VirtualMachineInstanceGroupVersionKind.Kind,
-				ShortNames: []string{"vmi", "vmis"},
-				Categories: []string{"all"},
-			},
+			Names: d.Names,
 		},
 	}
 	for _, v := range virtv1.ApiSupportedVersions {
 		v := *v.DeepCopy()
-		v.AdditionalPrinterColumns = printerColumns()
+		v.AdditionalPrinterColumns = d.Columns
+		if d.Status {
+			v.Subresources = &extv1.CustomResourceSubresources{Status: &extv1.CustomResourceSubresourceStatus{}}
+		}
 		v.Schema = &extv1.CustomResourceValidation{OpenAPIV3Schema: schema.DeepCopy()}
 		crd.Spec.Versions = append(crd.Spec.Versions, v)
 	}
-	return marshal(&crd)
+	return crd
 }
 
-// printerColumns are the columns `kubectl get vmi` shows, as crds.go
-// declares them (the last two only with -o wide).
-func printerColumns() []extv1.CustomResourceColumnDefinition {
-	return []extv1.CustomResourceColumnDefinition{
-		{Name: "Age", Type: "date", JSONPath: ".metadata.creationTimestamp"},
-		{Name: "Phase", Type: "string", JSONPath: ".status.phase"},
-		{Name: "IP", Type: "string", JSONPath: ".status.interfaces[0].ipAddress"},
-		{Name: "NodeName", Type: "string", JSONPath: ".status.nodeName"},
-		{Name: "Ready", Type: "string", JSONPath: ".status.conditions[?(@.type=='Ready')].status"},
-		{Name: "Live-Migratable", Type: "string", JSONPath: ".status.conditions[?(@.type=='LiveMigratable')].status", Priority: 1},
-		{Name: "Paused", Type: "string", JSONPath: ".status.conditions[?(@.type=='Paused')].status", Priority: 1},
-	}
-}
-
-// generateSchema runs controller-gen's CRD generator over APIPackage and
-// returns the VirtualMachineInstance schema as KubeVirt stores it.
-func generateSchema() (*extv1.JSONSchemaProps, error) {
+// generateSchemas runs controller-gen's CRD generator over APIPackage and
+// returns the schema of each kind it made a CRD of, by plural, as KubeVirt
+// stores them.
+func generateSchemas() (map[string]*extv1.JSONSchemaProps, error) {
 	dangerous := true
 	var gen genall.Generator = crdgen.Generator{AllowDangerousTypes: &dangerous}
 	rt, err := genall.Generators{&gen}.ForRoots(APIPackage)
@@ -124,21 +190,25 @@ func generateSchema() (*extv1.JSONSchemaProps, error) {
 	if rt.Run() {
 		return nil, fmt.Errorf("crd: controller-gen over %s failed: %s", APIPackage, strings.TrimSpace(errs.String()))
 	}
-	name := virtv1.VirtualMachineInstanceGroupVersionKind.Group + "_virtualmachineinstances.yaml"
-	file, ok := out[name]
-	if !ok {
-		return nil, fmt.Errorf("crd: controller-gen wrote no %s", name)
+	schemas := map[string]*extv1.JSONSchemaProps{}
+	for _, d := range Definitions {
+		name := virtv1.SchemeGroupVersion.Group + "_" + d.Names.Plural + ".yaml"
+		file, ok := out[name]
+		if !ok {
+			continue
+		}
+		var generated extv1.CustomResourceDefinition
+		if err := k8syaml.NewYAMLToJSONDecoder(bytes.NewReader(file.Bytes())).Decode(&generated); err != nil {
+			return nil, fmt.Errorf("crd: reading controller-gen's %s: %w", name, err)
+		}
+		if len(generated.Spec.Versions) == 0 || generated.Spec.Versions[0].Schema == nil {
+			return nil, fmt.Errorf("crd: controller-gen's %s has no schema", name)
+		}
+		schema := generated.Spec.Versions[0].Schema.OpenAPIV3Schema
+		replaceBackticks(schema)
+		schemas[d.Names.Plural] = schema
 	}
-	var generated extv1.CustomResourceDefinition
-	if err := k8syaml.NewYAMLToJSONDecoder(bytes.NewReader(file.Bytes())).Decode(&generated); err != nil {
-		return nil, fmt.Errorf("crd: reading controller-gen's %s: %w", name, err)
-	}
-	if len(generated.Spec.Versions) == 0 || generated.Spec.Versions[0].Schema == nil {
-		return nil, fmt.Errorf("crd: controller-gen's %s has no schema", name)
-	}
-	schema := generated.Spec.Versions[0].Schema.OpenAPIV3Schema
-	replaceBackticks(schema)
-	return schema, nil
+	return schemas, nil
 }
 
 // replaceBackticks turns each backtick in a description into a single quote,
@@ -180,7 +250,7 @@ func marshal(crd *extv1.CustomResourceDefinition) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	header := "# KubeVirt's VirtualMachineInstance CRD, generated by examples/nodeagent/crd\n" +
+	header := "# KubeVirt's " + crd.Spec.Names.Kind + " CRD, generated by examples/nodeagent/crd\n" +
 		"# from " + APIPackage + " (see crd.Generate). Do not edit: run\n" +
 		"# `go test ./crd -update` in examples/nodeagent.\n"
 	return append([]byte(header), y...), nil

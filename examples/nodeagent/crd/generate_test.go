@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"flag"
 	"os"
+	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -12,11 +14,12 @@ import (
 	k8syaml "k8s.io/apimachinery/pkg/util/yaml"
 )
 
-var update = flag.Bool("update", false, "rewrite "+File+" from kubevirt.io/api")
+var update = flag.Bool("update", false, "rewrite the committed CRDs from kubevirt.io/api")
 
-// TestCommittedIsGenerated regenerates the CRD and compares it byte for byte
-// with the committed file, so the file never drifts from kubevirt.io/api's
-// version in go.mod or from the generator.
+// TestCommittedIsGenerated regenerates the CRDs and compares each byte for
+// byte with its committed file, so no file drifts from kubevirt.io/api's
+// version in go.mod or from the generator, and no YAML file of this folder
+// is one Generate does not make.
 func TestCommittedIsGenerated(t *testing.T) {
 	generated, err := Generate()
 	if err != nil {
@@ -26,60 +29,89 @@ func TestCommittedIsGenerated(t *testing.T) {
 		if os.Getenv("CI") != "" {
 			t.Fatal("-update refuses to run when CI is set")
 		}
-		if err := os.WriteFile(File, generated, 0o644); err != nil {
-			t.Fatal(err)
+		for file, data := range generated {
+			if err := os.WriteFile(file, data, 0o644); err != nil {
+				t.Fatal(err)
+			}
 		}
 		return
 	}
-	committed, err := os.ReadFile(File)
+	for file, data := range generated {
+		committed, err := os.ReadFile(file)
+		if err != nil {
+			t.Error(err)
+			continue
+		}
+		if !bytes.Equal(committed, data) {
+			t.Errorf("%s is not what Generate makes now (run `go test ./crd -update` and read the diff):\n%s",
+				file, cmp.Diff(string(committed), string(data)))
+		}
+	}
+	files, err := filepath.Glob("*.yaml")
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !bytes.Equal(committed, generated) {
-		t.Errorf("%s is not what Generate makes now (run `go test ./crd -update` and read the diff):\n%s",
-			File, cmp.Diff(string(committed), string(generated)))
+	for _, f := range files {
+		if _, ok := generated[f]; !ok {
+			t.Errorf("%s is not a CRD Generate makes: remove it", f)
+		}
 	}
 }
 
-// TestCommittedIsKubeVirts checks the facts of the committed CRD that
+// TestCommittedIsKubeVirts checks the facts of each committed CRD that
 // KubeVirt's operator sets (crds.go of KubeVirt v1.8.0, read by hand): a
 // change to the generator that breaks one of them fails here with its name.
 func TestCommittedIsKubeVirts(t *testing.T) {
-	data, err := os.ReadFile(File)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var crd extv1.CustomResourceDefinition
-	if err := k8syaml.NewYAMLToJSONDecoder(bytes.NewReader(data)).Decode(&crd); err != nil {
-		t.Fatal(err)
-	}
-	s := crd.Spec
-	checks := []struct {
-		what      string
-		got, want any
+	cases := []struct {
+		file, kind, plural, singular string
+		shortNames, columns          []string
+		status                       bool
 	}{
-		{"metadata.name", crd.Name, "virtualmachineinstances.kubevirt.io"},
-		{"metadata.labels", crd.Labels, map[string]string{"kubevirt.io": ""}},
-		{"group", s.Group, "kubevirt.io"},
-		{"scope", s.Scope, extv1.NamespaceScoped},
-		{"kind", s.Names.Kind, "VirtualMachineInstance"},
-		{"plural", s.Names.Plural, "virtualmachineinstances"},
-		{"singular", s.Names.Singular, "virtualmachineinstance"},
-		{"shortNames", s.Names.ShortNames, []string{"vmi", "vmis"}},
-		{"categories", s.Names.Categories, []string{"all"}},
-		{"preserveUnknownFields", s.PreserveUnknownFields, false},
-		{"conversion", s.Conversion, (*extv1.CustomResourceConversion)(nil)},
-		{"number of versions", len(s.Versions), 2},
+		{"virtualmachineinstances.kubevirt.io.yaml", "VirtualMachineInstance", "virtualmachineinstances", "virtualmachineinstance",
+			[]string{"vmi", "vmis"}, []string{"Age", "Phase", "IP", "NodeName", "Ready", "Live-Migratable", "Paused"}, false},
+		{"virtualmachines.kubevirt.io.yaml", "VirtualMachine", "virtualmachines", "virtualmachine",
+			[]string{"vm", "vms"}, []string{"Age", "Status", "Ready"}, true},
+		{"virtualmachineinstancemigrations.kubevirt.io.yaml", "VirtualMachineInstanceMigration", "virtualmachineinstancemigrations", "virtualmachineinstancemigration",
+			[]string{"vmim", "vmims"}, []string{"Phase", "VMI"}, true},
 	}
-	for _, c := range checks {
-		if diff := cmp.Diff(c.want, c.got); diff != "" {
-			t.Errorf("%s (-KubeVirt +committed):\n%s", c.what, diff)
-		}
+	for _, c := range cases {
+		t.Run(c.kind, func(t *testing.T) {
+			crd := readCRD(t, c.file)
+			s := crd.Spec
+			checks := []struct {
+				what      string
+				got, want any
+			}{
+				{"metadata.name", crd.Name, c.plural + ".kubevirt.io"},
+				{"metadata.labels", crd.Labels, map[string]string{"kubevirt.io": ""}},
+				{"group", s.Group, "kubevirt.io"},
+				{"scope", s.Scope, extv1.NamespaceScoped},
+				{"kind", s.Names.Kind, c.kind},
+				{"plural", s.Names.Plural, c.plural},
+				{"singular", s.Names.Singular, c.singular},
+				{"shortNames", s.Names.ShortNames, c.shortNames},
+				{"categories", s.Names.Categories, []string{"all"}},
+				{"preserveUnknownFields", s.PreserveUnknownFields, false},
+				{"conversion", s.Conversion, (*extv1.CustomResourceConversion)(nil)},
+				{"number of versions", len(s.Versions), 2},
+			}
+			for _, ch := range checks {
+				if diff := cmp.Diff(ch.want, ch.got); diff != "" {
+					t.Errorf("%s (-KubeVirt +committed):\n%s", ch.what, diff)
+				}
+			}
+			if t.Failed() {
+				return
+			}
+			checkVersions(t, s, c.columns, c.status)
+		})
 	}
-	if t.Failed() {
-		return
-	}
+}
 
+// checkVersions checks the versions of a CRD as KubeVirt declares them:
+// v1 stored, v1alpha3 deprecated, each with columns, the status
+// subresource or none, and one structural schema shared by both.
+func checkVersions(t *testing.T, s extv1.CustomResourceDefinitionSpec, columns []string, status bool) {
 	versions := []struct {
 		name                        string
 		served, storage, deprecated bool
@@ -89,7 +121,6 @@ func TestCommittedIsKubeVirts(t *testing.T) {
 		{name: "v1alpha3", served: true, deprecated: true,
 			deprecationWarning: "kubevirt.io/v1alpha3 is now deprecated and will be removed in a future release."},
 	}
-	columns := []string{"Age", "Phase", "IP", "NodeName", "Ready", "Live-Migratable", "Paused"}
 	for i, want := range versions {
 		v := s.Versions[i]
 		if v.Name != want.name || v.Served != want.served || v.Storage != want.storage || v.Deprecated != want.deprecated {
@@ -98,15 +129,19 @@ func TestCommittedIsKubeVirts(t *testing.T) {
 		if got := deref(v.DeprecationWarning); got != want.deprecationWarning {
 			t.Errorf("versions[%d].deprecationWarning = %q, KubeVirt has %q", i, got, want.deprecationWarning)
 		}
-		if v.Subresources != nil {
-			t.Errorf("versions[%d].subresources = %+v; KubeVirt's VMI CRD has none (no status subresource)", i, v.Subresources)
+		wantSub := (*extv1.CustomResourceSubresources)(nil)
+		if status {
+			wantSub = &extv1.CustomResourceSubresources{Status: &extv1.CustomResourceSubresourceStatus{}}
+		}
+		if diff := cmp.Diff(wantSub, v.Subresources); diff != "" {
+			t.Errorf("versions[%d].subresources (-KubeVirt +committed):\n%s", i, diff)
 		}
 		var names []string
 		for _, c := range v.AdditionalPrinterColumns {
 			names = append(names, c.Name)
 		}
-		if diff := cmp.Diff(columns, names); diff != "" {
-			t.Errorf("versions[%d] printer columns (-KubeVirt +committed):\n%s", i, diff)
+		if !slices.Equal(columns, names) {
+			t.Errorf("versions[%d] printer columns %v, KubeVirt has %v", i, names, columns)
 		}
 		if v.Schema == nil || v.Schema.OpenAPIV3Schema == nil {
 			t.Fatalf("versions[%d] has no schema", i)
@@ -124,6 +159,19 @@ func TestCommittedIsKubeVirts(t *testing.T) {
 			t.Errorf("versions[%d] schema differs from versions[0]'s; KubeVirt serves one schema for all versions", i)
 		}
 	}
+}
+
+func readCRD(t *testing.T, file string) extv1.CustomResourceDefinition {
+	t.Helper()
+	data, err := os.ReadFile(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var crd extv1.CustomResourceDefinition
+	if err := k8syaml.NewYAMLToJSONDecoder(bytes.NewReader(data)).Decode(&crd); err != nil {
+		t.Fatal(err)
+	}
+	return crd
 }
 
 func deref(s *string) string {

@@ -16,27 +16,30 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
+
+	"github.com/vmi2libvirt/vmi2libvirt/examples/nodeagent/crd"
 )
 
 // TestCluster starts one cluster and checks, against the real API server and
-// with the kubectl built beside it, what the node agent and the README rely
-// on: the CRD is KubeVirt's and is served, every sample VMI applies with all
-// its fields, and a misspelt field gets the API server's strict-decoding
-// answer.
+// with the kubectl built beside it, what the node agent, the control plane
+// and the README rely on: the CRDs are KubeVirt's and are served, every
+// sample VMI and VM applies with all its fields, and a misspelt field gets
+// the API server's strict-decoding answer.
 func TestCluster(t *testing.T) {
 	c := Start(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 
-	t.Run("CRDEstablished", func(t *testing.T) { testCRDEstablished(ctx, t, c) })
-	t.Run("KubectlGetVMI", func(t *testing.T) { testKubectlGetVMI(ctx, t, c) })
-	t.Run("ApplySampleVMIs", func(t *testing.T) { testApplySampleVMIs(ctx, t, c) })
+	t.Run("CRDsEstablished", func(t *testing.T) { testCRDsEstablished(ctx, t, c) })
+	t.Run("KubectlGet", func(t *testing.T) { testKubectlGet(ctx, t, c) })
+	t.Run("ApplySamples", func(t *testing.T) { testApplySamples(ctx, t, c) })
 	t.Run("MisspeltField", func(t *testing.T) { testMisspeltField(ctx, t, c) })
 }
 
-// testCRDEstablished: the API server accepted the CRD as structural (a
-// non-structural schema gets a NonStructuralSchema condition) and serves it.
-func testCRDEstablished(ctx context.Context, t *testing.T, c *Cluster) {
+// testCRDsEstablished: the API server accepted each CRD as structural (a
+// non-structural schema gets a NonStructuralSchema condition) and serves
+// it, with the status subresource where KubeVirt has one.
+func testCRDsEstablished(ctx context.Context, t *testing.T, c *Cluster) {
 	cl, err := client.New(c.Config, client.Options{})
 	if err != nil {
 		t.Fatal(err)
@@ -44,38 +47,44 @@ func testCRDEstablished(ctx context.Context, t *testing.T, c *Cluster) {
 	if err := extv1.AddToScheme(cl.Scheme()); err != nil {
 		t.Fatal(err)
 	}
-	var got extv1.CustomResourceDefinition
-	if err := cl.Get(ctx, types.NamespacedName{Name: "virtualmachineinstances.kubevirt.io"}, &got); err != nil {
-		t.Fatal(err)
-	}
-	conditions := map[extv1.CustomResourceDefinitionConditionType]extv1.ConditionStatus{}
-	for _, cond := range got.Status.Conditions {
-		conditions[cond.Type] = cond.Status
-	}
-	if conditions[extv1.Established] != extv1.ConditionTrue || conditions[extv1.NamesAccepted] != extv1.ConditionTrue {
-		t.Errorf("CRD conditions %v: want Established and NamesAccepted True", got.Status.Conditions)
-	}
-	if _, ok := conditions[extv1.NonStructuralSchema]; ok {
-		t.Errorf("the API server finds the schema non-structural: %v", got.Status.Conditions)
-	}
-	if got.Spec.Versions[0].Subresources != nil {
-		t.Errorf("served CRD has subresources %+v; KubeVirt's has none", got.Spec.Versions[0].Subresources)
-	}
-	if diff := slices.Compare(got.Status.AcceptedNames.ShortNames, []string{"vmi", "vmis"}); diff != 0 {
-		t.Errorf("accepted short names %v, want [vmi vmis]", got.Status.AcceptedNames.ShortNames)
-	}
-	if !slices.Equal(got.Status.StoredVersions, []string{"v1"}) {
-		t.Errorf("stored versions %v, want [v1]", got.Status.StoredVersions)
+	for _, d := range crd.Definitions {
+		var got extv1.CustomResourceDefinition
+		if err := cl.Get(ctx, types.NamespacedName{Name: d.Name()}, &got); err != nil {
+			t.Fatal(err)
+		}
+		conditions := map[extv1.CustomResourceDefinitionConditionType]extv1.ConditionStatus{}
+		for _, cond := range got.Status.Conditions {
+			conditions[cond.Type] = cond.Status
+		}
+		if conditions[extv1.Established] != extv1.ConditionTrue || conditions[extv1.NamesAccepted] != extv1.ConditionTrue {
+			t.Errorf("%s conditions %v: want Established and NamesAccepted True", d.Name(), got.Status.Conditions)
+		}
+		if _, ok := conditions[extv1.NonStructuralSchema]; ok {
+			t.Errorf("the API server finds the schema of %s non-structural: %v", d.Name(), got.Status.Conditions)
+		}
+		if sub := got.Spec.Versions[0].Subresources; (sub != nil && sub.Status != nil) != d.Status {
+			t.Errorf("served %s has subresources %+v; KubeVirt's status subresource: %t", d.Name(), sub, d.Status)
+		}
+		if !slices.Equal(got.Status.AcceptedNames.ShortNames, d.Names.ShortNames) {
+			t.Errorf("accepted short names of %s %v, want %v", d.Name(), got.Status.AcceptedNames.ShortNames, d.Names.ShortNames)
+		}
+		if !slices.Equal(got.Status.StoredVersions, []string{"v1"}) {
+			t.Errorf("stored versions of %s %v, want [v1]", d.Name(), got.Status.StoredVersions)
+		}
 	}
 }
 
-// testKubectlGetVMI: the short names resolve through discovery, both served
+// testKubectlGet: the short names resolve through discovery, both served
 // versions answer, and v1alpha3 with KubeVirt's deprecation warning.
-func testKubectlGetVMI(ctx context.Context, t *testing.T, c *Cluster) {
+func testKubectlGet(ctx context.Context, t *testing.T, c *Cluster) {
 	for _, args := range [][]string{
 		{"get", "vmi"},
 		{"get", "vmis", "--all-namespaces"},
 		{"get", "virtualmachineinstances.v1alpha3.kubevirt.io"},
+		{"get", "vm"},
+		{"get", "vms", "--all-namespaces"},
+		{"get", "virtualmachines.v1alpha3.kubevirt.io"},
+		{"get", "vmim"},
 	} {
 		stdout, stderr, err := c.Kubectl(ctx, args...)
 		if err != nil {
@@ -97,12 +106,17 @@ func testKubectlGetVMI(ctx context.Context, t *testing.T, c *Cluster) {
 	if err != nil {
 		t.Fatalf("kubectl api-resources: %v\n%s", err, stderr)
 	}
-	if got := strings.Fields(stdout); !slices.Equal(got, []string{"virtualmachineinstances", "vmi,vmis", "kubevirt.io/v1", "true", "VirtualMachineInstance"}) {
+	want := []string{
+		"virtualmachineinstancemigrations", "vmim,vmims", "kubevirt.io/v1", "true", "VirtualMachineInstanceMigration",
+		"virtualmachineinstances", "vmi,vmis", "kubevirt.io/v1", "true", "VirtualMachineInstance",
+		"virtualmachines", "vm,vms", "kubevirt.io/v1", "true", "VirtualMachine",
+	}
+	if got := strings.Fields(stdout); !slices.Equal(got, want) {
 		t.Errorf("kubectl api-resources --api-group=kubevirt.io: %q", stdout)
 	}
 }
 
-// sample is one file of examples/vmis.
+// sample is one file of examples/vmis, or examples/nodeagent/samples.
 type sample struct {
 	path string
 	obj  map[string]any
@@ -124,6 +138,8 @@ func readSamples(t *testing.T) []sample {
 	if err != nil || len(paths) == 0 {
 		t.Fatalf("no sample in examples/vmis (%v)", err)
 	}
+	// And the README's VM of the test guest.
+	paths = append(paths, filepath.Join(root, "examples", "nodeagent", "samples", "vm-tiny.yaml"))
 	var samples []sample
 	for _, p := range paths {
 		data, err := os.ReadFile(p)
@@ -139,40 +155,33 @@ func readSamples(t *testing.T) []sample {
 	return samples
 }
 
-// testApplySampleVMIs applies every VirtualMachineInstance of examples/vmis
-// with `kubectl apply -f` and reads it back: every field of the file is in
-// the stored object with its value (the schema pruned nothing). The one
-// VirtualMachine (vm-fedora.yaml) is refused, since only the VMI CRD is
-// installed: nothing here turns a VirtualMachine into VMIs (KubeVirt's
-// virt-controller does), so its CRD would only accept objects nobody acts
-// on.
-func testApplySampleVMIs(ctx context.Context, t *testing.T, c *Cluster) {
-	vmis := 0
+// testApplySamples applies every VirtualMachineInstance and VirtualMachine
+// of examples/vmis (and examples/nodeagent/samples) with `kubectl apply -f`
+// and reads it back: every field of
+// the file is in the stored object with its value (the schema pruned
+// nothing). (Nothing runs them here: no control plane, no node agent.)
+func testApplySamples(ctx context.Context, t *testing.T, c *Cluster) {
+	kinds := map[string]int{}
 	for _, s := range readSamples(t) {
 		name, ns := s.meta("name"), s.meta("namespace")
 		t.Run(filepath.Base(s.path), func(t *testing.T) {
-			if s.kind() != "VirtualMachineInstance" {
-				_, stderr, err := c.Kubectl(ctx, "apply", "-f", s.path)
-				want := fmt.Sprintf("error: resource mapping not found for name: %q namespace: %q from %q: "+
-					"no matches for kind %q in version \"kubevirt.io/v1\"\nensure CRDs are installed first\n", name, ns, s.path, s.kind())
-				if err == nil || stderr != want {
-					t.Errorf("kubectl apply of a %s: err %v, stderr:\n%s\nwant:\n%s", s.kind(), err, stderr, want)
-				}
-				return
+			resource := map[string]string{"VirtualMachineInstance": "virtualmachineinstance", "VirtualMachine": "virtualmachine"}[s.kind()]
+			if resource == "" {
+				t.Fatalf("kind %q: examples/vmis holds VirtualMachineInstances and VirtualMachines", s.kind())
 			}
-			vmis++
+			kinds[s.kind()]++
 			// The samples use namespaces other than default; create them
 			// (it is fine if another sample created it already).
 			if _, stderr, err := c.Kubectl(ctx, "create", "namespace", ns); err != nil && !strings.Contains(stderr, "AlreadyExists") {
 				t.Fatalf("kubectl create namespace %s: %v\n%s", ns, err, stderr)
 			}
 			stdout, stderr, err := c.Kubectl(ctx, "apply", "-f", s.path)
-			if err != nil || stdout != "virtualmachineinstance.kubevirt.io/"+name+" created\n" || stderr != "" {
+			if err != nil || stdout != resource+".kubevirt.io/"+name+" created\n" || stderr != "" {
 				t.Fatalf("kubectl apply -f %s: %v\nstdout: %s\nstderr: %s", s.path, err, stdout, stderr)
 			}
-			stdout, stderr, err = c.Kubectl(ctx, "get", "vmi", "-n", ns, name, "-o", "json")
+			stdout, stderr, err = c.Kubectl(ctx, "get", resource, "-n", ns, name, "-o", "json")
 			if err != nil {
-				t.Fatalf("kubectl get vmi %s: %v\n%s", name, err, stderr)
+				t.Fatalf("kubectl get %s %s: %v\n%s", resource, name, err, stderr)
 			}
 			var stored map[string]any
 			if err := json.Unmarshal([]byte(stdout), &stored); err != nil {
@@ -180,13 +189,13 @@ func testApplySampleVMIs(ctx context.Context, t *testing.T, c *Cluster) {
 			}
 			for _, key := range []string{"spec", "metadata"} {
 				for _, missing := range notIn(s.obj[key], stored[key], key) {
-					t.Errorf("%s: the stored VMI lost %s", filepath.Base(s.path), missing)
+					t.Errorf("%s: the stored %s lost %s", filepath.Base(s.path), s.kind(), missing)
 				}
 			}
 		})
 	}
-	if vmis < 10 {
-		t.Errorf("applied %d sample VMIs; examples/vmis holds at least 10", vmis)
+	if kinds["VirtualMachineInstance"] < 10 || kinds["VirtualMachine"] < 2 {
+		t.Errorf("applied %v; the samples hold at least 10 VMIs and two VMs", kinds)
 	}
 }
 

@@ -1,8 +1,9 @@
 // Package testcluster starts a real kube-apiserver and etcd for a test, with
-// KubeVirt's VirtualMachineInstance CRD installed, through controller-runtime's
-// envtest. The binaries are the ones .ci/kube/build.sh builds from their Go
-// modules into /var/cache/vmi2libvirt/kube/<version>/ (KUBEBUILDER_ASSETS
-// names another folder); the CRD is the committed examples/nodeagent/crd file.
+// KubeVirt's CRDs installed (VirtualMachineInstance, VirtualMachine,
+// VirtualMachineInstanceMigration), through controller-runtime's envtest.
+// The binaries are the ones .ci/kube/build.sh builds from their Go modules
+// into /var/cache/vmi2libvirt/kube/<version>/ (KUBEBUILDER_ASSETS names
+// another folder); the CRDs are the committed files of examples/nodeagent/crd.
 //
 // Without the binaries a test is skipped, or fails when the environment
 // variable CI is set, so CI never passes by skipping.
@@ -25,8 +26,6 @@ import (
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
-
-	"github.com/vmi2libvirt/vmi2libvirt/examples/nodeagent/crd"
 )
 
 // DefaultCache is where .ci/kube/build.sh puts one folder per Kubernetes
@@ -68,10 +67,10 @@ func Start(tb testing.TB) *Cluster {
 	return c
 }
 
-// CRDPath is the committed VirtualMachineInstance CRD below the
-// repository's root.
+// CRDPath is the folder of the committed CRDs (package crd) below the
+// repository's root; envtest installs every YAML file in it.
 func CRDPath(root string) string {
-	return filepath.Join(root, "examples", "nodeagent", "crd", crd.File)
+	return filepath.Join(root, "examples", "nodeagent", "crd")
 }
 
 // start starts a cluster with the CRDs of crdPath (a file or a folder) and
@@ -124,7 +123,7 @@ func start(tb testing.TB, crdPath string) (*Cluster, func()) {
 		stop()
 		tb.Fatalf("starting kube-apiserver and etcd from %s: %v\n%s", assets, err, tails)
 	}
-	tb.Logf("testcluster: kube-apiserver and etcd from %s ready, CRD installed, in %s", assets, time.Since(began).Round(time.Millisecond))
+	tb.Logf("testcluster: kube-apiserver and etcd from %s ready, CRDs installed, in %s", assets, time.Since(began).Round(time.Millisecond))
 
 	c := &Cluster{Config: cfg, KubectlPath: filepath.Join(assets, "kubectl"), Env: env, dir: dir}
 	c.Kubeconfig = filepath.Join(dir, "kubeconfig")

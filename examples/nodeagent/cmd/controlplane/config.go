@@ -1,0 +1,61 @@
+package main
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"net"
+
+	"github.com/vmi2libvirt/vmi2libvirt/examples/nodeagent/controlplane"
+)
+
+// config is what the command line says.
+type config struct {
+	Kubeconfig     string // kubeconfig file of the API server, with the control plane's credentials
+	CertFile       string // the HTTPS server's certificate (PEM)
+	KeyFile        string // its private key (PEM)
+	BindAddress    string // where the HTTPS server (the webhooks) listens
+	MetricsAddress string // where /metrics, /healthz and /readyz are served
+}
+
+// parseFlags reads the command line (without the program name). Errors name
+// the flag; -h prints the usage to stderr and returns flag.ErrHelp.
+func parseFlags(args []string, stderr io.Writer) (config, error) {
+	var cfg config
+	fs := flag.NewFlagSet("controlplane", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.StringVar(&cfg.Kubeconfig, "kubeconfig", "", "kubeconfig `FILE` of the API server, with the control plane's credentials (required)")
+	fs.StringVar(&cfg.CertFile, "tls-cert-file", "", "`FILE` holding the HTTPS server's certificate, PEM, reloaded when it changes (required)")
+	fs.StringVar(&cfg.KeyFile, "tls-private-key-file", "", "`FILE` holding the certificate's private key, PEM (required)")
+	fs.StringVar(&cfg.BindAddress, "bind-address", controlplane.DefaultAddress,
+		"`HOST:PORT` of the HTTPS server: the admission webhooks (port 0: any free port, logged)")
+	fs.StringVar(&cfg.MetricsAddress, "metrics-address", controlplane.DefaultHTTPAddress,
+		"`ADDR` serving /metrics, /healthz and /readyz (port 0: any free port, logged; off: none)")
+	fs.Usage = func() {
+		fmt.Fprintln(stderr, "usage: controlplane -kubeconfig FILE -tls-cert-file FILE -tls-private-key-file FILE [-bind-address HOST:PORT] [-metrics-address ADDR]")
+		fs.PrintDefaults()
+	}
+	if err := fs.Parse(args); err != nil {
+		return config{}, err
+	}
+	if fs.NArg() > 0 {
+		return config{}, fmt.Errorf("unexpected argument %q", fs.Arg(0))
+	}
+	for _, f := range []struct{ name, value string }{
+		{"-kubeconfig", cfg.Kubeconfig}, {"-tls-cert-file", cfg.CertFile}, {"-tls-private-key-file", cfg.KeyFile},
+	} {
+		if f.value == "" {
+			return config{}, errors.New(f.name + ": required")
+		}
+	}
+	if _, _, err := net.SplitHostPort(cfg.BindAddress); err != nil {
+		return config{}, fmt.Errorf("-bind-address: invalid value %q: %v", cfg.BindAddress, err)
+	}
+	if cfg.MetricsAddress != "off" {
+		if _, _, err := net.SplitHostPort(cfg.MetricsAddress); err != nil {
+			return config{}, fmt.Errorf("-metrics-address: invalid value %q: %v", cfg.MetricsAddress, err)
+		}
+	}
+	return cfg, nil
+}
