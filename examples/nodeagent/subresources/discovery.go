@@ -102,12 +102,15 @@ func rootPaths() metav1.RootPaths {
 	return metav1.RootPaths{Paths: paths}
 }
 
+// KubeVirtVersion is the KubeVirt release whose virt-api this server
+// answers as: its paths, bodies, status codes and checks.
+const KubeVirtVersion = "v1.8.0"
+
 // versionInfo is GET .../version, in the fields of KubeVirt's
-// version.Info (virtctl version prints it). Its gitVersion is the version
-// of kubevirt.io/api this program is built with — the KubeVirt release
-// whose API it serves — marked +vmi2libvirt: virtctl compares its own
-// major and minor version with it after a failed command, and warns when
-// they differ (or the version is not semver). The other fields are this
+// version.Info (virtctl version prints it). Its gitVersion is
+// KubeVirtVersion marked +vmi2libvirt: virtctl compares its own major and
+// minor version with it after a failed command, and warns when they
+// differ (or the version is not semver). The other fields are this
 // program's Go build information: the VCS revision and state when the
 // build recorded them, the Go version and platform.
 type versionInfo struct {
@@ -120,19 +123,11 @@ type versionInfo struct {
 	Platform     string `json:"platform"`
 }
 
-// apiModule is the module of KubeVirt's API types.
-const apiModule = "kubevirt.io/api"
-
 func buildVersion() versionInfo {
-	v := versionInfo{GitVersion: "v0.0.0+vmi2libvirt", GoVersion: runtime.Version(), Compiler: runtime.Compiler, Platform: runtime.GOOS + "/" + runtime.GOARCH}
+	v := versionInfo{GitVersion: KubeVirtVersion + "+vmi2libvirt", GoVersion: runtime.Version(), Compiler: runtime.Compiler, Platform: runtime.GOOS + "/" + runtime.GOARCH}
 	bi, ok := debug.ReadBuildInfo()
 	if !ok {
 		return v
-	}
-	for _, dep := range bi.Deps {
-		if dep.Path == apiModule {
-			v.GitVersion = dep.Version + "+vmi2libvirt"
-		}
 	}
 	for _, s := range bi.Settings {
 		switch s.Key {

@@ -12,6 +12,14 @@
 //	})
 //	err = srv.Run(ctx) // until ctx ends
 //
+// A program with an HTTPS server of its own (the control plane, whose
+// server also serves the admission webhooks, as virt-api's does) mounts it
+// instead: New without CertDir, then
+//
+//	srv.Register(mux)                   // its paths on the program's mux
+//	srv.RequestClientCertificates(tlsConfig) // the aggregation layer's certificate is asked for
+//	err = mgr.Add(srv)                  // Start: follows the request-header ConfigMap
+//
 // # What it serves
 //
 // Discovery: GET / (the root paths), /apis, /apis/subresources.kubevirt.io

@@ -32,70 +32,78 @@ import (
 	"github.com/vmi2libvirt/vmi2libvirt/examples/nodeagent/nodeapi"
 )
 
-// DefaultAddress is where the server listens by default: virt-api's port,
-// on loopback (the API server of a one-machine cluster reaches it there).
+// DefaultAddress is where Run listens by default: virt-api's port, on
+// loopback (the API server of a one-machine cluster reaches it there).
 const DefaultAddress = "127.0.0.1:8443"
 
-// Config says where the server listens and with which certificates.
+// Config says how the server reaches the node agents, and where Run
+// serves.
 type Config struct {
-	// Address is where the server listens, host:port (port 0: any free
-	// port, Server.Addr); empty: DefaultAddress. The APIServices'
-	// Service must lead the API server here.
-	Address string
-
-	// CertDir holds the serving certificate and its key
-	// (nodeapi.CertFile, KeyFile: tls.crt, tls.key), for the DNS name the
-	// API server verifies, SERVICE.NAMESPACE.svc of the APIServices'
-	// Service, signed by the authority of their caBundle. They are read
-	// again when they change. Required.
-	CertDir string
-
 	// NodeAgentCertDir holds the control plane's client certificate for
 	// the node agents' API (tls.crt, tls.key: common name
 	// nodeapi.ClientName) and the authority of the agents' serving
 	// certificates (ca.crt). Required.
 	NodeAgentCertDir string
 
+	// Address and CertDir are Run's, for a server of its own: where it
+	// listens, host:port (port 0: any free port, Server.Addr; empty:
+	// DefaultAddress), and the folder of its serving certificate and key
+	// (nodeapi.CertFile, KeyFile: tls.crt, tls.key), for the DNS name the
+	// API server verifies, SERVICE.NAMESPACE.svc of the APIServices'
+	// Service, signed by the authority of their caBundle, read again when
+	// they change. Empty CertDir: the server is mounted on another HTTPS
+	// server (Register, RequestClientCertificates, Start) and New listens
+	// nowhere.
+	Address string
+	CertDir string
+
 	// Logger receives the server's log; nil is silent.
 	Logger *slog.Logger
 }
 
-// RegisterFlags registers the flags of cfg on fs, for a program that runs
-// the server: -subresources-address, -subresources-certs and
-// -nodeagent-certs.
+// RegisterFlags registers on fs the flags of the fields a program sets:
+// -nodeagent-certs, and, for a server of its own, -subresources-address
+// and -subresources-certs.
 func (cfg *Config) RegisterFlags(fs *flag.FlagSet) {
-	fs.StringVar(&cfg.Address, "subresources-address", DefaultAddress,
-		"`HOST:PORT` serving KubeVirt's subresource API (the APIService v1.subresources.kubevirt.io)")
-	fs.StringVar(&cfg.CertDir, "subresources-certs", "",
-		"`DIR` of the subresource API's serving certificate: tls.crt and tls.key (the APIService's caBundle signs them)")
 	fs.StringVar(&cfg.NodeAgentCertDir, "nodeagent-certs", "",
 		"`DIR` of the client certificate for the node agents' API: tls.crt and tls.key, and ca.crt (the agents' authority)")
+	fs.StringVar(&cfg.Address, "subresources-address", DefaultAddress,
+		"`HOST:PORT` serving KubeVirt's subresource API (the APIService v1.subresources.kubevirt.io), with -subresources-certs")
+	fs.StringVar(&cfg.CertDir, "subresources-certs", "",
+		"`DIR` of the subresource API's serving certificate: tls.crt and tls.key (the APIService's caBundle signs them); empty: served by the program's HTTPS server")
 }
 
 // Server is KubeVirt's subresource API (virt-api's
-// subresources.kubevirt.io) as an aggregated API server: create it with
-// New, serve with Run.
+// subresources.kubevirt.io) as an aggregated API server. Create it with
+// New; serve it on a listener of its own with Run, or on another HTTPS
+// server: Register its paths on that server's mux, let
+// RequestClientCertificates ask for the aggregation layer's certificate in
+// its TLS configuration, and run Start beside it (a controller-runtime
+// manager.Runnable).
 type Server struct {
 	kube      client.Client // typed, no cache, no discovery (kubeMapper)
 	dynamic   dynamic.Interface
 	discovery discovery.ServerVersionInterface
 	agents    *nodeapi.Client
 	authn     *requestHeaderAuth
-	cert      *dynamiccertificates.DynamicCertKeyPairContent
-	tls       *dynamiccertificates.DynamicServingCertificateController
-	listener  net.Listener
 	log       *slog.Logger
+
+	// Run's own HTTPS server: its certificate, the TLS configuration that
+	// follows it and the request-header authority, its listener.
+	cert     *dynamiccertificates.DynamicCertKeyPairContent
+	tls      *dynamiccertificates.DynamicServingCertificateController
+	listener net.Listener
 }
 
 // New makes a server that acts through the API server restConfig reaches
 // (reading VMIs, VMs and Nodes, patching VMs and VMIs, creating
-// migrations and SubjectAccessReviews), and listens on cfg.Address. It
-// fails when the API server has no aggregation layer (no request-header
-// authority in kube-system/extension-apiserver-authentication), a
-// certificate cannot be read, or the address cannot be listened on.
+// migrations and SubjectAccessReviews) and, with cfg.CertDir, listens on
+// cfg.Address. It fails when the API server has no aggregation layer (no
+// request-header authority in kube-system/extension-apiserver-authentication),
+// a certificate cannot be read, or the address cannot be listened on.
 func New(ctx context.Context, restConfig *rest.Config, cfg Config) (*Server, error) {
-	if cfg.CertDir == "" || cfg.NodeAgentCertDir == "" {
-		return nil, errors.New("subresources: Config.CertDir and Config.NodeAgentCertDir are required")
+	if cfg.NodeAgentCertDir == "" {
+		return nil, errors.New("subresources: Config.NodeAgentCertDir is required (the node agents' API is mutual TLS only)")
 	}
 	if cfg.Address == "" {
 		cfg.Address = DefaultAddress
@@ -127,40 +135,79 @@ func New(ctx context.Context, restConfig *rest.Config, cfg Config) (*Server, err
 	if err != nil {
 		return nil, err
 	}
-	cert, err := dynamiccertificates.NewDynamicServingContentFromFiles("subresources-serving-cert",
+	s := &Server{kube: kube, dynamic: dyn, discovery: cs.Discovery(), agents: agents, authn: authn, log: cfg.Logger}
+	if cfg.CertDir == "" {
+		return s, nil
+	}
+	s.cert, err = dynamiccertificates.NewDynamicServingContentFromFiles("subresources-serving-cert",
 		filepath.Join(cfg.CertDir, nodeapi.CertFile), filepath.Join(cfg.CertDir, nodeapi.KeyFile))
 	if err != nil {
 		return nil, fmt.Errorf("subresources: serving certificate: %w", err)
 	}
-	// The client certificate is asked for, not verified by TLS: the
-	// request-header authenticator verifies it against the authority the
-	// API server publishes now (the aggregator's availability probe and
-	// discovery requests come with it; a client without one reaches only
-	// the paths anyone may read).
-	base := &tls.Config{MinVersion: tls.VersionTLS12, ClientAuth: tls.RequestClientCert, NextProtos: []string{"http/1.1"}}
-	tlsController := dynamiccertificates.NewDynamicServingCertificateController(base, authn.ca, cert, nil, nil)
-	authn.ca.AddListener(tlsController)
-	cert.AddListener(tlsController)
-	ln, err := net.Listen("tcp", cfg.Address)
-	if err != nil {
+	base := &tls.Config{MinVersion: tls.VersionTLS12, NextProtos: []string{"http/1.1"}}
+	s.RequestClientCertificates(base)
+	s.tls = dynamiccertificates.NewDynamicServingCertificateController(base, authn.ca, s.cert, nil, nil)
+	authn.ca.AddListener(s.tls)
+	s.cert.AddListener(s.tls)
+	if s.listener, err = net.Listen("tcp", cfg.Address); err != nil {
 		return nil, fmt.Errorf("subresources: %w", err)
 	}
-	return &Server{
-		kube: kube, dynamic: dyn, discovery: cs.Discovery(), agents: agents, authn: authn,
-		cert: cert, tls: tlsController, listener: ln, log: cfg.Logger,
-	}, nil
+	return s, nil
 }
 
-// Addr is the address the server listens on.
-func (s *Server) Addr() net.Addr { return s.listener.Addr() }
+// Addr is the address Run listens on (nil for a mounted server).
+func (s *Server) Addr() net.Addr {
+	if s.listener == nil {
+		return nil
+	}
+	return s.listener.Addr()
+}
 
-// Run serves until ctx ends; then it closes every connection, streams
-// included, and returns nil. It fails when the request-header authority
-// cannot be read within a minute, or serving fails.
-func (s *Server) Run(ctx context.Context) error {
-	defer s.listener.Close()
+// RequestClientCertificates sets cfg, the TLS configuration of the HTTPS
+// server the subresource API is served on, to ask clients for a
+// certificate without verifying it: the request-header authenticator
+// verifies it, against the authority the API server publishes now (the
+// aggregation layer's requests come with its certificate; a client
+// without one reaches only the paths anyone may read).
+func (s *Server) RequestClientCertificates(cfg *tls.Config) {
+	if cfg.ClientAuth < tls.RequestClientCert {
+		cfg.ClientAuth = tls.RequestClientCert
+	}
+}
+
+// Register registers the server's paths on mux, authenticated and
+// authorized as virt-api's: / (exactly), /apis, /healthz and
+// /apis/subresources.kubevirt.io with everything below it. (mux panics if
+// another handler has one of them.)
+func (s *Server) Register(mux *http.ServeMux) {
+	h := s.Handler()
+	for _, p := range []string{"/{$}", "/apis", "/healthz", "/apis/" + Group, "/apis/" + Group + "/"} {
+		mux.Handle(p, h)
+	}
+}
+
+// Handler is the server's handler of every path: virt-api's
+// authentication and authorization, then its routes.
+func (s *Server) Handler() http.Handler { return s.authorize(s.routes()) }
+
+// Start follows the ConfigMap of the request-header authentication until
+// ctx ends (it then returns nil), for a mounted server; it fails when the
+// authority cannot be read within a minute.
+func (s *Server) Start(ctx context.Context) error {
+	if err := s.follow(ctx); err != nil {
+		return err
+	}
+	<-ctx.Done()
+	return nil
+}
+
+// NeedLeaderElection is false: every control plane serves requests.
+func (s *Server) NeedLeaderElection() bool { return false }
+
+// follow starts the controllers that follow the request-header
+// authentication and waits until the authority has been read.
+func (s *Server) follow(ctx context.Context) error {
 	s.authn.run(ctx)
-	go s.cert.Run(ctx, 1)
 	waitCtx, cancel := context.WithTimeout(ctx, time.Minute)
 	defer cancel()
 	for len(s.authn.ca.CurrentCABundleContent()) == 0 {
@@ -170,16 +217,35 @@ func (s *Server) Run(ctx context.Context) error {
 		case <-time.After(50 * time.Millisecond):
 		}
 	}
+	return nil
+}
+
+// Run serves on the server's own listener, with its own certificate
+// (Config.CertDir), until ctx ends; then it closes every connection,
+// streams included, and returns nil. It fails for a mounted server, when
+// the request-header authority cannot be read within a minute, or when
+// serving fails.
+func (s *Server) Run(ctx context.Context) error {
+	if s.listener == nil {
+		return errors.New("subresources: Run needs Config.CertDir (a mounted server is served by its program: Register, Start)")
+	}
+	defer s.listener.Close()
+	if err := s.follow(ctx); err != nil {
+		return err
+	}
+	go s.cert.Run(ctx, 1)
 	if err := s.tls.RunOnce(); err != nil {
 		return fmt.Errorf("subresources: %w", err)
 	}
 	go s.tls.Run(1, ctx.Done())
 	srv := &http.Server{
-		Handler:           s.authorize(s.routes()),
+		Handler:           s.Handler(),
 		TLSConfig:         &tls.Config{GetConfigForClient: s.tls.GetConfigForClient},
 		ReadHeaderTimeout: 10 * time.Second,
-		BaseContext:       func(net.Listener) context.Context { return ctx },
-		ErrorLog:          slog.NewLogLogger(s.log.Handler(), slog.LevelWarn),
+		// Requests, and the streams they carry, end with ctx (a hijacked
+		// connection outlives Shutdown and Close).
+		BaseContext: func(net.Listener) context.Context { return ctx },
+		ErrorLog:    slog.NewLogLogger(s.log.Handler(), slog.LevelWarn),
 	}
 	stop := context.AfterFunc(ctx, func() { _ = srv.Close() })
 	defer stop()
