@@ -18,6 +18,8 @@ const (
 	msgVMINotPaused           = "VMI is not paused"
 	msgVMIGuestAgent          = "VMI does not have guest agent connected"
 	msgVMSnapshotInProgress   = "VM snapshot is in progress"
+	msgPauseLivenessProbe     = "Pausing VMIs with a non-GuestAgentPing LivenessProbe is not supported"
+	msgNoWebsocket            = "Can't connect to websocket"
 	msgManualRecoveryRequired = "VM recovery required: Volume migration failed, leaving some volumes pointing to non-consistent targets; manual intervention is needed to reassign them to their original volumes."
 	// msgTestFailed is how the API server says that a JSON patch's test
 	// failed (the object changed since it was read): virt-api answers it

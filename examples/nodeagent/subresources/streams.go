@@ -73,7 +73,7 @@ func (s *Server) stream(op string, check vmiCheck) http.HandlerFunc {
 		}
 		conn, err := s.agents.Dial(ctx, addr, ns, name, op, query)
 		if err != nil {
-			writeStatus(w, apierrors.NewInternalError(fmt.Errorf("Can't connect to websocket: %w", err)))
+			writeStatus(w, apierrors.NewInternalError(fmt.Errorf("%s: %w", msgNoWebsocket, err)))
 			return
 		}
 		defer conn.Close()

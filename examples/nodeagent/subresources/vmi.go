@@ -29,7 +29,7 @@ func checkPause(vmi *v1.VirtualMachineInstance) *apierrors.StatusError {
 	case vmi.Status.Phase != v1.Running:
 		return vmiConflict(vmi.Name, msgVMNotRunning)
 	case vmi.Spec.LivenessProbe != nil && vmi.Spec.LivenessProbe.GuestAgentPing == nil:
-		return apierrors.NewForbidden(v1.Resource("virtualmachineinstance"), vmi.Name, fmt.Errorf("Pausing VMIs with a non-GuestAgentPing LivenessProbe is not supported"))
+		return apierrors.NewForbidden(v1.Resource("virtualmachineinstance"), vmi.Name, fmt.Errorf("%s", msgPauseLivenessProbe))
 	case hasVMICondition(vmi, v1.VirtualMachineInstancePaused, ""):
 		return vmiConflict(vmi.Name, "VMI is already paused")
 	}
