@@ -111,7 +111,8 @@ func testVirtctlDiscovery(t *testing.T, w *virtctlWorld) {
 
 // testVirtctlConsoleWaits: virtctl console of a VMI that does not run yet
 // keeps asking (the server answers 400 until it runs) and connects once
-// the VMI runs; the guest's shell answers what is typed, and Ctrl-]
+// the VMI runs; the guest's shell answers what is typed; a second virtctl
+// console takes the console over and the first ends, as on KubeVirt; Ctrl-]
 // leaves with exit status 0. The VMI is created unbound (no agent claims
 // it: Pending) and bound to the node once virtctl has asked for a while.
 func testVirtctlConsoleWaits(t *testing.T, w *virtctlWorld, ns string) {
@@ -136,7 +137,18 @@ func testVirtctlConsoleWaits(t *testing.T, w *virtctlWorld, ns string) {
 	if got := c.ask(t, "echo $((6*7))", regexp.MustCompile(`\n(42)\r?\n`), time.Minute); got != "42" {
 		t.Errorf("the shell answered %q, want 42", got)
 	}
-	c.leave(t)
+
+	// A second console takes the console over, as on KubeVirt: the first
+	// is disconnected.
+	second := w.console(t, "", ns, "tiny")
+	second.connected(t, time.Minute)
+	if err := c.wait(t, time.Minute); err == nil {
+		t.Logf("the first virtctl console ended with exit status 0 once taken over")
+	}
+	if got := second.ask(t, "echo $((7*8))", regexp.MustCompile(`\n(56)\r?\n`), time.Minute); got != "56" {
+		t.Errorf("the shell answered %q on the second console, want 56", got)
+	}
+	second.leave(t)
 	if vmi := w.get(t, ns, "tiny"); vmi.Status.Phase != virtv1.Running {
 		t.Errorf("VMI %s after leaving the console, want Running", describe(vmi))
 	}
@@ -187,10 +199,29 @@ func testVirtctlPause(t *testing.T, w *virtctlWorld, ns string) {
 
 // testVirtctlVNC: virtctl vnc --proxy-only prints the port of its local
 // proxy; through it an RFB handshake and a full framebuffer update give
-// the guest's VGA text mode.
+// the guest's VGA text mode. While that session lasts, one that asks to
+// preserve it is refused; one that does not ask closes it and is served.
 func testVirtctlVNC(t *testing.T, w *virtctlWorld, ns string) {
+	conn := w.vncProxy(t, ns)
+	vncHandshake(t, conn, ns)
+	_, stderr, err := w.run(t, "", "-n", ns, "vnc", "--proxy-only", "--preserve-session", "tiny")
+	if err == nil || !strings.Contains(stderr, "can't access VMI tiny: Internal error occurred") || !strings.Contains(stderr, "Active VNC connection. Request denied.") {
+		t.Errorf("virtctl vnc --preserve-session beside a session: %v, want refused\n%s", err, stderr)
+	}
+	next := w.vncProxy(t, ns)
+	vncHandshake(t, next, ns)
+	_ = conn.SetReadDeadline(time.Now().Add(time.Minute))
+	if _, err := io.Copy(io.Discard, conn); err != nil {
+		t.Errorf("the first session once a new one opened: %v, want it closed (EOF)", err)
+	}
+}
+
+// vncProxy starts virtctl vnc --proxy-only for the VMI ns/tiny and
+// connects to the port it prints; both end with the test.
+func (w *virtctlWorld) vncProxy(t *testing.T, ns string) net.Conn {
+	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
+	t.Cleanup(cancel)
 	cmd := w.command(ctx, "", "-n", ns, "vnc", "--proxy-only", "tiny")
 	stdout, err := cmd.StdoutPipe()
 	if err != nil {
@@ -201,7 +232,7 @@ func testVirtctlVNC(t *testing.T, w *virtctlWorld, ns string) {
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	defer func() { _ = cmd.Process.Kill(); _ = cmd.Wait() }()
+	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
 	line, err := bufio.NewReader(stdout).ReadString('\n')
 	if err != nil {
 		t.Fatalf("virtctl vnc --proxy-only: %v\nstderr:\n%s", err, stderr.String())
@@ -214,8 +245,8 @@ func testVirtctlVNC(t *testing.T, w *virtctlWorld, ns string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer conn.Close()
-	vncHandshake(t, conn, ns)
+	t.Cleanup(func() { _ = conn.Close() })
+	return conn
 }
 
 // testVirtctlGuestOSInfo: without a guest agent, virtctl guestosinfo
