@@ -86,15 +86,17 @@ func (s *apiServer) Start(ctx context.Context) error {
 		BaseContext: func(net.Listener) context.Context { return ctx },
 		ErrorLog:    slog.NewLogLogger(s.log.Handler(), slog.LevelWarn),
 	}
+	advertising, stopAdvertising := context.WithCancel(ctx)
 	advertised := make(chan struct{})
 	go func() {
 		defer close(advertised)
-		s.advertise(ctx, addr)
+		s.advertise(advertising, addr)
 	}()
 	stop := context.AfterFunc(ctx, func() { _ = srv.Close() })
 	defer stop()
 	s.log.Info("nodeagent: serving the node API (mutual TLS)", "address", addr)
 	err := srv.Serve(tls.NewListener(s.listener, s.tls))
+	stopAdvertising()
 	<-advertised
 	s.withdraw()
 	if errors.Is(err, http.ErrServerClosed) && ctx.Err() != nil {

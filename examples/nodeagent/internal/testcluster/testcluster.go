@@ -4,6 +4,11 @@
 // modules into /var/cache/vmi2libvirt/kube/<version>/ (KUBEBUILDER_ASSETS
 // names another folder); the CRD is the committed examples/nodeagent/crd file.
 //
+// The API server runs with the aggregation layer, as .ci/cluster.sh's does
+// (aggregation.go): RegisterAPIService registers an aggregated API server
+// such as the subresource API, and FrontProxy holds the certificate it is
+// called with. Virtctl finds KubeVirt's virtctl.
+//
 // Without the binaries a test is skipped, or fails when the environment
 // variable CI is set, so CI never passes by skipping.
 package testcluster
