@@ -16,13 +16,11 @@ import (
 	k8sv1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apiserver/pkg/server/dynamiccertificates"
 	"k8s.io/client-go/discovery"
-	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
@@ -82,7 +80,6 @@ func (cfg *Config) RegisterFlags(fs *flag.FlagSet) {
 // manager.Runnable).
 type Server struct {
 	kube      client.Client // typed, no cache, no discovery (kubeMapper)
-	dynamic   dynamic.Interface
 	discovery discovery.ServerVersionInterface
 	agents    *nodeapi.Client
 	authn     *requestHeaderAuth
@@ -119,10 +116,6 @@ func New(ctx context.Context, restConfig *rest.Config, cfg Config) (*Server, err
 	if err != nil {
 		return nil, err
 	}
-	dyn, err := dynamic.NewForConfig(restConfig)
-	if err != nil {
-		return nil, err
-	}
 	cs, err := kubernetes.NewForConfig(restConfig)
 	if err != nil {
 		return nil, err
@@ -135,7 +128,7 @@ func New(ctx context.Context, restConfig *rest.Config, cfg Config) (*Server, err
 	if err != nil {
 		return nil, err
 	}
-	s := &Server{kube: kube, dynamic: dyn, discovery: cs.Discovery(), agents: agents, authn: authn, log: cfg.Logger}
+	s := &Server{kube: kube, discovery: cs.Discovery(), agents: agents, authn: authn, log: cfg.Logger}
 	if cfg.CertDir == "" {
 		return s, nil
 	}
@@ -311,9 +304,4 @@ func kubeMapper() meta.RESTMapper {
 // clientKey is the key of an object.
 func clientKey(namespace, name string) types.NamespacedName {
 	return types.NamespacedName{Namespace: namespace, Name: name}
-}
-
-// unstructuredOf wraps an object's fields.
-func unstructuredOf(obj map[string]any) *unstructured.Unstructured {
-	return &unstructured.Unstructured{Object: obj}
 }
