@@ -4,7 +4,6 @@ import (
 	"context"
 	"crypto/tls"
 	"errors"
-	"flag"
 	"fmt"
 	"log/slog"
 	"net"
@@ -57,18 +56,6 @@ type Config struct {
 
 	// Logger receives the server's log; nil is silent.
 	Logger *slog.Logger
-}
-
-// RegisterFlags registers on fs the flags of the fields a program sets:
-// -nodeagent-certs, and, for a server of its own, -subresources-address
-// and -subresources-certs.
-func (cfg *Config) RegisterFlags(fs *flag.FlagSet) {
-	fs.StringVar(&cfg.NodeAgentCertDir, "nodeagent-certs", "",
-		"`DIR` of the client certificate for the node agents' API: tls.crt and tls.key, and ca.crt (the agents' authority)")
-	fs.StringVar(&cfg.Address, "subresources-address", DefaultAddress,
-		"`HOST:PORT` serving KubeVirt's subresource API (the APIService v1.subresources.kubevirt.io), with -subresources-certs")
-	fs.StringVar(&cfg.CertDir, "subresources-certs", "",
-		"`DIR` of the subresource API's serving certificate: tls.crt and tls.key (the APIService's caBundle signs them); empty: served by the program's HTTPS server")
 }
 
 // Server is KubeVirt's subresource API (virt-api's
