@@ -258,9 +258,9 @@ func (s *Server) routes() http.Handler {
 		handle("PUT", vm("stop"), s.stopVM)
 		handle("PUT", vm("restart"), s.restartVM)
 		handle("PUT", vm("migrate"), s.migrateVM)
-		handle("PUT", vmi(nodeapi.Pause), s.act(nodeapi.Pause, checkPause, true))
-		handle("PUT", vmi(nodeapi.Unpause), s.act(nodeapi.Unpause, checkUnpause, true))
-		handle("PUT", vmi(nodeapi.SoftReboot), s.act(nodeapi.SoftReboot, checkSoftReboot, false))
+		for _, a := range vmiActions {
+			handle("PUT", vmi(a.op), s.act(a))
+		}
 		handle("GET", vmi(nodeapi.GuestOSInfo), s.get(nodeapi.GuestOSInfo, func() any { return &v1.VirtualMachineInstanceGuestAgentInfo{} }))
 		handle("GET", vmi(nodeapi.UserList), s.get(nodeapi.UserList, func() any { return &v1.VirtualMachineInstanceGuestOSUserList{} }))
 		handle("GET", vmi(nodeapi.FilesystemList), s.get(nodeapi.FilesystemList, func() any { return &v1.VirtualMachineInstanceFileSystemList{} }))

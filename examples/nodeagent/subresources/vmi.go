@@ -75,18 +75,34 @@ func checkGuestAgent(vmi *v1.VirtualMachineInstance) *apierrors.StatusError {
 	return nil
 }
 
-// act serves PUT virtualmachineinstances/NAME/OP (pause, unpause,
-// softreboot): the VMI read and checked, then op sent to its node's
-// agent; 200 once the agent has done it. With dryRunBody (pause, unpause)
-// the body is read first, and a dry run (dryRun ["All"]) stops after the
-// checks. Refusals are Status objects: the checks', 400 when the VMI's
+// vmiAction is a PUT subresource of VMIs that the VMI's node agent
+// carries out: its operation, the checks of its VMI, whether its body may
+// ask for a dry run (pause, unpause), whether the VM of the same name must
+// not be being snapshotted (unpause).
+type vmiAction struct {
+	op             string
+	check          vmiCheck
+	dryRunBody     bool
+	notSnapshotted bool
+}
+
+// vmiActions are the PUT subresources of VMIs, as virt-api checks them.
+var vmiActions = []vmiAction{
+	{op: nodeapi.Pause, check: checkPause, dryRunBody: true},
+	{op: nodeapi.Unpause, check: checkUnpause, dryRunBody: true, notSnapshotted: true},
+	{op: nodeapi.SoftReboot, check: checkSoftReboot},
+}
+
+// act serves PUT virtualmachineinstances/NAME/OP of a: the VMI read and
+// checked, then the operation sent to its node's agent; 200 once the agent
+// has done it. A body that asks for a dry run (dryRun ["All"]) stops after
+// the checks. Refusals are Status objects: the checks', 400 when the VMI's
 // agent cannot be found, 500 when it fails.
-func (s *Server) act(op string, check vmiCheck, dryRunBody bool) http.HandlerFunc {
+func (s *Server) act(a vmiAction) http.HandlerFunc {
+	op := a.op
 	return func(w http.ResponseWriter, r *http.Request) {
 		ctx, ns, name := r.Context(), r.PathValue("namespace"), r.PathValue("name")
-		if op == nodeapi.Unpause {
-			// virt-api refuses to unpause the VMI of a VM being
-			// snapshotted.
+		if a.notSnapshotted {
 			vm, serr := s.fetchVM(ctx, ns, name)
 			switch {
 			case serr != nil && !apierrors.IsNotFound(serr):
@@ -98,7 +114,7 @@ func (s *Server) act(op string, check vmiCheck, dryRunBody bool) http.HandlerFun
 			}
 		}
 		dryRun := false
-		if dryRunBody {
+		if a.dryRunBody {
 			// PauseOptions and UnpauseOptions have the same dryRun.
 			var opts v1.PauseOptions
 			if serr := decodeBody(r, &opts); serr != nil {
@@ -109,7 +125,7 @@ func (s *Server) act(op string, check vmiCheck, dryRunBody bool) http.HandlerFun
 		}
 		vmi, serr := s.fetchVMI(ctx, ns, name)
 		if serr == nil {
-			serr = check(vmi)
+			serr = a.check(vmi)
 		}
 		var addr string
 		if serr == nil {
