@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"regexp"
 	"testing"
 	"time"
 
@@ -146,4 +147,39 @@ func BenchmarkLauncherSyncToRunning(b *testing.B) {
 			b.ReportMetric(float64(each.Milliseconds())/float64(b.N*n), "ms-to-Running/VMI")
 		})
 	}
+}
+
+// BenchmarkVirtctlConsole measures what a person waits for at `virtctl
+// console`: from starting virtctl until the guest's shell has answered a
+// command typed at once — virtctl's client, the API server's aggregation
+// layer, the subresource API server, the node agent's API over mutual TLS
+// and the launcher's console attachment, and back — with the time until
+// virtctl says it is connected beside it. Leaving (Ctrl-]) is not timed.
+//
+//	(cd examples/nodeagent && go test -run '^$' -bench VirtctlConsole -benchtime 10x)
+func BenchmarkVirtctlConsole(b *testing.B) {
+	w := newVirtctlWorld(b)
+	ns := w.namespace(b, "bench")
+	w.runGuest(b, ns, "tiny")
+	var connect time.Duration
+	b.ResetTimer()
+	for i := range b.N {
+		start := time.Now()
+		c := w.console(b, "", ns, "tiny")
+		c.connected(b, time.Minute)
+		connect += time.Since(start)
+		want := fmt.Sprint(i * 7)
+		if got := c.ask(b, fmt.Sprintf("echo bench-$((%d*7))", i), regexp.MustCompile(`\nbench-([0-9]+)\r?\n`), time.Minute); got != want {
+			b.Fatalf("the shell answered %s, want %s", got, want)
+		}
+		b.StopTimer()
+		c.leave(b)
+		b.StartTimer()
+	}
+	b.StopTimer()
+	b.ReportMetric(float64(connect.Milliseconds())/float64(b.N), "ms-to-connected/op")
+	if err := w.client.Delete(context.Background(), w.get(b, ns, "tiny")); err != nil {
+		b.Fatal(err)
+	}
+	w.waitGone(b, ns, "tiny", 2*time.Minute)
 }

@@ -29,6 +29,9 @@ type config struct {
 	MetricsAddress string   // where /metrics, /healthz, /readyz and /consoles are served
 	StreamAddress  string   // IP of each running VMI's console and VNC ports; empty: none
 	StreamOrigins  []string // web origins whose pages may open the VNC WebSocket ports
+
+	APIAddress string // host:port of the node API for the control plane (mutual TLS); empty: none
+	APICerts   string // folder of the node API's certificates (tls.crt, tls.key, ca.crt)
 }
 
 // parseFlags reads the command line (without the program name). Errors name
@@ -63,8 +66,12 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 		}
 		return nil
 	})
+	fs.StringVar(&cfg.APIAddress, "api-address", "",
+		"`HOST:PORT` serving the node API to the control plane (virtctl console, vnc, pause...), mutual TLS; written to this node's Node object (port 0: any free port; empty: none)")
+	fs.StringVar(&cfg.APICerts, "api-certs", "",
+		"`DIR` of the node API's certificates: tls.crt and tls.key (this agent's), ca.crt (the control plane's authority); required with -api-address")
 	fs.Usage = func() {
-		fmt.Fprintln(stderr, "usage: nodeagent -kubeconfig FILE -node NAME [-emulate] [-claim] [-node-labels k=v,...] [-state-dir DIR] [-metrics-address ADDR] [-stream-address IP] [-stream-origins HOST:PORT,...]")
+		fmt.Fprintln(stderr, "usage: nodeagent -kubeconfig FILE -node NAME [-emulate] [-claim] [-node-labels k=v,...] [-state-dir DIR] [-metrics-address ADDR] [-stream-address IP] [-stream-origins HOST:PORT,...] [-api-address HOST:PORT -api-certs DIR]")
 		fs.PrintDefaults()
 	}
 	if err := fs.Parse(args); err != nil {
@@ -89,6 +96,9 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	}
 	if len(cfg.StreamOrigins) > 0 && cfg.StreamAddress == "" {
 		return config{}, errors.New("-stream-origins: needs -stream-address (without it there are no WebSocket ports)")
+	}
+	if (cfg.APIAddress == "") != (cfg.APICerts == "") {
+		return config{}, errors.New("-api-address and -api-certs: give both or neither (the node API is mutual TLS only)")
 	}
 	if cfg.StateDir == "" {
 		return config{}, errors.New("-state-dir: must not be empty")

@@ -3,7 +3,7 @@
 // kubevirt.io/nodeName=NAME on a Kubernetes API server with the library's
 // launcher, on this machine's libvirt, and writes their status back.
 //
-//	go run . -kubeconfig FILE -node NAME [-emulate] [-claim] [-node-labels k=v,...] [-state-dir DIR] [-metrics-address ADDR] [-stream-address IP] [-stream-origins HOST:PORT,...]
+//	go run . -kubeconfig FILE -node NAME [-emulate] [-claim] [-node-labels k=v,...] [-state-dir DIR] [-metrics-address ADDR] [-stream-address IP] [-stream-origins HOST:PORT,...] [-api-address HOST:PORT -api-certs DIR]
 //
 // (from examples/nodeagent: it is a Go module of its own, so that
 // controller-runtime never enters the library's module graph.) It runs in
@@ -11,6 +11,11 @@
 // when it stops: the next agent of the same node adopts them. Package
 // agent (examples/nodeagent/agent) is the agent itself, for programs that
 // embed it.
+//
+// With -api-address and -api-certs it serves the node API (package
+// nodeapi, mutual TLS) through which the control plane reaches its VMIs:
+// what virtctl console, vnc, pause, unpause, soft-reboot and guestosinfo
+// ask for.
 //
 // With -stream-address 127.0.0.1 each running VMI gets loopback ports of
 // its own for its serial console and its VNC display, listed as JSON at
@@ -78,6 +83,8 @@ func run(ctx context.Context, cfg config, log *slog.Logger) error {
 		HTTPAddress:   cfg.MetricsAddress,
 		StreamAddress: cfg.StreamAddress,
 		StreamOrigins: cfg.StreamOrigins,
+		APIAddress:    cfg.APIAddress,
+		APICertDir:    cfg.APICerts,
 		Logger:        log,
 	})
 }

@@ -43,10 +43,12 @@ func TestParseFlags(t *testing.T) {
 		{
 			name: "all",
 			args: []string{"-kubeconfig", "/k", "-node", "node-a", "-emulate", "-claim", "-node-labels", "zone=a,kubevirt.io/schedulable=true",
-				"-state-dir", "/s", "-metrics-address", "127.0.0.1:0", "-stream-address", "127.0.0.1", "-stream-origins", "localhost:6080,*.example:443"},
+				"-state-dir", "/s", "-metrics-address", "127.0.0.1:0", "-stream-address", "127.0.0.1", "-stream-origins", "localhost:6080,*.example:443",
+				"-api-address", "127.0.0.1:0", "-api-certs", "/pki/nodeagent"},
 			want: config{Kubeconfig: "/k", Node: "node-a", Emulate: true, Claim: true,
 				NodeLabels: labels.Set{"zone": "a", "kubevirt.io/schedulable": "true"}, StateDir: "/s", MetricsAddress: "127.0.0.1:0",
-				StreamAddress: "127.0.0.1", StreamOrigins: []string{"localhost:6080", "*.example:443"}},
+				StreamAddress: "127.0.0.1", StreamOrigins: []string{"localhost:6080", "*.example:443"},
+				APIAddress: "127.0.0.1:0", APICerts: "/pki/nodeagent"},
 		},
 		{
 			name: "defaults",
@@ -74,6 +76,10 @@ func TestParseFlags(t *testing.T) {
 			err: `invalid value "localhost:6080,[x" for flag -stream-origins: "[x" is not a host pattern (such as localhost:6080)`},
 		{name: "stream origins without ports", args: []string{"-kubeconfig", "/k", "-node", "a", "-stream-origins", "localhost:6080"},
 			err: "-stream-origins: needs -stream-address (without it there are no WebSocket ports)"},
+		{name: "api address without certificates", args: []string{"-kubeconfig", "/k", "-node", "a", "-api-address", "127.0.0.1:8186"},
+			err: "-api-address and -api-certs: give both or neither (the node API is mutual TLS only)"},
+		{name: "api certificates without address", args: []string{"-kubeconfig", "/k", "-node", "a", "-api-certs", "/pki"},
+			err: "-api-address and -api-certs: give both or neither (the node API is mutual TLS only)"},
 		{name: "empty state dir", args: []string{"-kubeconfig", "/k", "-node", "a", "-state-dir", ""}, err: "-state-dir: must not be empty"},
 		{name: "argument", args: []string{"-kubeconfig", "/k", "-node", "a", "vmi.yaml"}, err: `unexpected argument "vmi.yaml"`},
 	}

@@ -36,6 +36,7 @@ import (
 
 	"github.com/vmi2libvirt/vmi2libvirt/examples/nodeagent/internal/scheme"
 	"github.com/vmi2libvirt/vmi2libvirt/examples/nodeagent/internal/serve"
+	"github.com/vmi2libvirt/vmi2libvirt/examples/nodeagent/nodeapi"
 	"github.com/vmi2libvirt/vmi2libvirt/launcher"
 )
 
@@ -101,6 +102,22 @@ type Config struct {
 	// there (stream.Server.OriginPatterns). Empty: none.
 	StreamOrigins []string
 
+	// APIAddress is where the agent serves the node API (package nodeapi)
+	// to the control plane, which reaches this node's VMIs through it
+	// (virtctl console, vnc, pause, unpause, soft-reboot, guestosinfo):
+	// host:port of an address the control plane can dial (not 0.0.0.0;
+	// port 0: any free port, logged), mutual TLS with the certificates of
+	// APICertDir. While the agent serves it, the address is in its Node
+	// object's nodeapi.AddressAnnotation (the agent creates the Node when
+	// there is none). Empty: no node API.
+	APIAddress string
+	// APICertDir is the folder of the node API's certificates: the
+	// agent's serving certificate and key (nodeapi.CertFile, KeyFile, for
+	// the DNS name nodeapi.ServerName) and the authority of the control
+	// plane's client certificate (nodeapi.CAFile). Required with
+	// APIAddress.
+	APICertDir string
+
 	// Workers is how many VMIs are reconciled at once; 0: DefaultWorkers.
 	Workers int
 
@@ -136,6 +153,9 @@ func (cfg Config) withDefaults() (Config, error) {
 	}
 	if cfg.StreamAddress != "" && net.ParseIP(cfg.StreamAddress) == nil {
 		return cfg, fmt.Errorf("agent: Config.StreamAddress %q is not an IP address (such as 127.0.0.1)", cfg.StreamAddress)
+	}
+	if err := checkAPIAddress(cfg.APIAddress, cfg.APICertDir); err != nil {
+		return cfg, err
 	}
 	for i, o := range cfg.StreamOrigins {
 		if _, err := path.Match(o, ""); err != nil || o == "" {
@@ -233,6 +253,11 @@ func Run(ctx context.Context, restConfig *rest.Config, cfg Config) error {
 	}
 	if cfg.HTTPAddress != "off" {
 		if err := addHTTPServer(mgr, l, streams, cfg.HTTPAddress, log); err != nil {
+			return err
+		}
+	}
+	if cfg.APIAddress != "" {
+		if err := addAPIServer(mgr, restConfig, l, events, cfg, log); err != nil {
 			return err
 		}
 	}
@@ -385,6 +410,49 @@ func addHTTPServer(mgr manager.Manager, l *launcher.Launcher, streams *streamSer
 		Handler:  httpHandler(map[string]healthz.Checker{"ping": healthz.Ping}, readyz, consolesHandler{streams: streams}),
 		Log:      log,
 		Message:  "nodeagent: serving metrics and health",
+	})
+}
+
+// checkAPIAddress refuses a node API address the control plane could not
+// dial, or one without certificates.
+func checkAPIAddress(addr, certDir string) error {
+	if addr == "" {
+		if certDir != "" {
+			return errors.New("agent: Config.APICertDir without Config.APIAddress")
+		}
+		return nil
+	}
+	host, _, err := net.SplitHostPort(addr)
+	if err != nil {
+		return fmt.Errorf("agent: Config.APIAddress %q is not host:port: %w", addr, err)
+	}
+	if ip := net.ParseIP(host); host == "" || ip != nil && ip.IsUnspecified() {
+		return fmt.Errorf("agent: Config.APIAddress %q: listen on an address the control plane can dial (it is written to the Node), not on every address", addr)
+	}
+	if certDir == "" {
+		return fmt.Errorf("agent: Config.APIAddress %q needs Config.APICertDir (the node API is mutual TLS only)", addr)
+	}
+	return nil
+}
+
+// addAPIServer reads the node API's certificates, listens on the node API
+// address and adds its server.
+func addAPIServer(mgr manager.Manager, restConfig *rest.Config, l *launcher.Launcher, events record.EventRecorder, cfg Config, log *slog.Logger) error {
+	tlsConfig, err := nodeapi.ServerTLS(cfg.APICertDir)
+	if err != nil {
+		return fmt.Errorf("agent: node API: %w", err)
+	}
+	nodes, err := kubernetes.NewForConfig(restConfig)
+	if err != nil {
+		return err
+	}
+	ln, err := net.Listen("tcp", cfg.APIAddress)
+	if err != nil {
+		return fmt.Errorf("agent: node API: %w", err)
+	}
+	return mgr.Add(&apiServer{
+		listener: ln, tls: tlsConfig, node: cfg.Node, nodes: nodes, vmis: mgr.GetCache(),
+		launcher: l, events: events, log: log,
 	})
 }
 

@@ -96,11 +96,35 @@
 // controller-runtime's probe server has. The metrics registry is the
 // process's: one agent runs in a process at a time.
 //
-// # Console and VNC
+// # The node API
 //
-// What virtctl console and virtctl vnc give a KubeVirt user, the agent
-// gives an operator on the node, when Config.StreamAddress (command
-// nodeagent's -stream-address) names an IP address — 127.0.0.1: each VMI
+// With Config.APIAddress and Config.APICertDir (command nodeagent's
+// -api-address and -api-certs) the agent serves the node API (package
+// nodeapi) to the control plane, as virt-handler serves virt-api: the
+// serial console and VNC display of this node's running VMIs as
+// WebSockets of binary messages (subprotocol plain.kubevirt.io; a new
+// console connection takes the console over, a new VNC connection closes
+// the VMI's earlier one unless it asks to preserve it), pause, unpause and
+// soft reboot (launcher.Pause, Unpause, SoftReboot, each recorded as
+// virt-handler's Event: Paused, Unpaused, SoftRebooted) and the guest
+// agent's operating system (launcher.Status). A VMI not in the agent's
+// cache is 404. Every connection is mutual TLS: the agent's certificate,
+// and only the control plane's client certificate accepted. While it
+// serves, the agent writes its address to its Node object (the
+// nodeapi.AddressAnnotation, by server-side apply, creating the Node when
+// there is none, as a kubelet registers its node), and it takes the
+// annotation away when it stops: that is how the control plane's
+// subresource API (package subresources) finds the agent of a VMI's
+// node, what virtctl console, vnc, pause, unpause, soft-reboot and
+// guestosinfo reach. The agent then needs the rights to get, create and
+// patch its Node.
+//
+// # Console and VNC on the node
+//
+// What virtctl console and virtctl vnc give a KubeVirt user through the
+// node API, the agent also gives an operator on the node, when
+// Config.StreamAddress (command nodeagent's -stream-address) names an IP
+// address — 127.0.0.1: each VMI
 // running here gets three TCP ports there, chosen by the system: its
 // serial console (raw bytes both ways: nc, socat), its VNC display (RFB:
 // any VNC viewer) and that display as WebSocket binary messages at any

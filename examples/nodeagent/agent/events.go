@@ -36,6 +36,12 @@ var (
 	eventDeleted = eventSpec{k8sv1.EventTypeNormal, v1.Deleted.String(), "VirtualMachineInstance domain and state folder removed."}
 	// eventClaimed: the agent bound an unbound VMI to its node.
 	eventClaimed = eventSpec{k8sv1.EventTypeNormal, "Scheduled", ""}
+	// eventPaused, eventUnpaused, eventSoftRebooted: the control plane
+	// paused, unpaused or soft-rebooted the VMI through the node API
+	// (virt-handler's reasons and messages).
+	eventPaused       = eventSpec{k8sv1.EventTypeNormal, "Paused", "VirtualMachineInstance paused"}
+	eventUnpaused     = eventSpec{k8sv1.EventTypeNormal, "Unpaused", "VirtualMachineInstance unpaused"}
+	eventSoftRebooted = eventSpec{k8sv1.EventTypeNormal, "SoftRebooted", "VirtualMachineInstance soft rebooted"}
 )
 
 // phaseEvent is the Event for entering phase, with the status reason in

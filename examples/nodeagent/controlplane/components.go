@@ -6,6 +6,7 @@ import (
 	"github.com/vmi2libvirt/vmi2libvirt/examples/nodeagent/controlplane/admission"
 	"github.com/vmi2libvirt/vmi2libvirt/examples/nodeagent/controlplane/vm"
 	"github.com/vmi2libvirt/vmi2libvirt/examples/nodeagent/controlplane/vmi"
+	"github.com/vmi2libvirt/vmi2libvirt/examples/nodeagent/subresources"
 )
 
 // component is one role of the control plane: what adds it to the
@@ -17,9 +18,11 @@ type component struct {
 
 // components are the control plane's roles, added in this order by Run:
 // virt-controller's VM and VMI controllers, and virt-api's admission
-// webhooks (on the HTTPS server). virt-api's subresource API
-// (v1.subresources.kubevirt.io: its handlers on e.mux, the aggregator's
-// client authority on e.tls) is the next entry.
+// webhooks and subresource API (v1.subresources.kubevirt.io: what virtctl
+// speaks), on one HTTPS server as virt-api serves them — the subresource
+// API asks the aggregation layer's client certificate in its TLS
+// configuration, and only with Config.NodeAgentCertDir: it reaches the
+// node agents over mutual TLS.
 var components = []component{
 	{"vm controller", func(e *env) error {
 		return vm.Add(e.mgr, vm.Options{Logger: e.log})
@@ -30,5 +33,18 @@ var components = []component{
 	{"admission webhooks", func(e *env) error {
 		admission.Register(e.mux, admission.Options{Cluster: e.cfg.Cluster, Logger: logr.FromSlogHandler(e.log.Handler())})
 		return nil
+	}},
+	{"subresource API", func(e *env) error {
+		if e.cfg.NodeAgentCertDir == "" {
+			e.log.Info("no subresource API: Config.NodeAgentCertDir names no node API certificates")
+			return nil
+		}
+		srv, err := subresources.New(e.ctx, e.restConfig, subresources.Config{NodeAgentCertDir: e.cfg.NodeAgentCertDir, Logger: e.log})
+		if err != nil {
+			return err
+		}
+		srv.Register(e.mux)
+		srv.RequestClientCertificates(e.tls)
+		return e.mgr.Add(srv)
 	}},
 }

@@ -57,6 +57,12 @@ type Config struct {
 	// chosen by the system and logged ("serving metrics and health").
 	HTTPAddress string
 
+	// NodeAgentCertDir holds the control plane's client certificate of the
+	// node agents' API and the authority of their serving certificates
+	// (tls.crt, tls.key, ca.crt; package nodeapi), through which the
+	// subresource API reaches VMIs. Empty: no subresource API.
+	NodeAgentCertDir string
+
 	// Cluster is the KubeVirt cluster configuration the admission defaults
 	// follow; the zero value is KubeVirt's default.
 	Cluster api.ClusterConfig
@@ -94,6 +100,7 @@ var ErrNoCRD = errors.New("the API server does not serve kubevirt.io/v1 VirtualM
 // component may set client authorities on it: it is used once Run
 // serves), and the configuration.
 type env struct {
+	ctx        context.Context
 	mgr        manager.Manager
 	mux        *http.ServeMux
 	tls        *tls.Config
@@ -147,7 +154,7 @@ func Run(ctx context.Context, restConfig *rest.Config, cfg Config) error {
 		return err
 	}
 	e := &env{
-		mgr: mgr, mux: http.NewServeMux(), restConfig: restConfig, cfg: cfg, log: log,
+		ctx: ctx, mgr: mgr, mux: http.NewServeMux(), restConfig: restConfig, cfg: cfg, log: log,
 		tls: &tls.Config{MinVersion: tls.VersionTLS12, GetCertificate: certs.GetCertificate, NextProtos: []string{"http/1.1"}},
 	}
 	for _, c := range components {

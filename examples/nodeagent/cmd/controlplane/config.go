@@ -15,8 +15,9 @@ type config struct {
 	Kubeconfig     string // kubeconfig file of the API server, with the control plane's credentials
 	CertFile       string // the HTTPS server's certificate (PEM)
 	KeyFile        string // its private key (PEM)
-	BindAddress    string // where the HTTPS server (the webhooks) listens
+	BindAddress    string // where the HTTPS server (the webhooks, the subresource API) listens
 	MetricsAddress string // where /metrics, /healthz and /readyz are served
+	NodeAgentCerts string // the node API's client certificate folder
 }
 
 // parseFlags reads the command line (without the program name). Errors name
@@ -29,11 +30,13 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	fs.StringVar(&cfg.CertFile, "tls-cert-file", "", "`FILE` holding the HTTPS server's certificate, PEM, reloaded when it changes (required)")
 	fs.StringVar(&cfg.KeyFile, "tls-private-key-file", "", "`FILE` holding the certificate's private key, PEM (required)")
 	fs.StringVar(&cfg.BindAddress, "bind-address", controlplane.DefaultAddress,
-		"`HOST:PORT` of the HTTPS server: the admission webhooks (port 0: any free port, logged)")
+		"`HOST:PORT` of the HTTPS server: the admission webhooks and the subresource API (port 0: any free port, logged)")
+	fs.StringVar(&cfg.NodeAgentCerts, "nodeagent-certs", "",
+		"`DIR` of the node agents' API client certificate and authority (tls.crt, tls.key, ca.crt); empty: no subresource API")
 	fs.StringVar(&cfg.MetricsAddress, "metrics-address", controlplane.DefaultHTTPAddress,
 		"`ADDR` serving /metrics, /healthz and /readyz (port 0: any free port, logged; off: none)")
 	fs.Usage = func() {
-		fmt.Fprintln(stderr, "usage: controlplane -kubeconfig FILE -tls-cert-file FILE -tls-private-key-file FILE [-bind-address HOST:PORT] [-metrics-address ADDR]")
+		fmt.Fprintln(stderr, "usage: controlplane -kubeconfig FILE -tls-cert-file FILE -tls-private-key-file FILE [-bind-address HOST:PORT] [-metrics-address ADDR] [-nodeagent-certs DIR]")
 		fs.PrintDefaults()
 	}
 	if err := fs.Parse(args); err != nil {

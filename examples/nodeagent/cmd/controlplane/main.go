@@ -61,10 +61,11 @@ func run(ctx context.Context, cfg config, log *slog.Logger) error {
 		return fmt.Errorf("-kubeconfig: %w", err)
 	}
 	return controlplane.Run(ctx, rest, controlplane.Config{
-		CertFile:    cfg.CertFile,
-		KeyFile:     cfg.KeyFile,
-		Address:     cfg.BindAddress,
-		HTTPAddress: cfg.MetricsAddress,
-		Logger:      log,
+		CertFile:         cfg.CertFile,
+		KeyFile:          cfg.KeyFile,
+		Address:          cfg.BindAddress,
+		HTTPAddress:      cfg.MetricsAddress,
+		NodeAgentCertDir: cfg.NodeAgentCerts,
+		Logger:           log,
 	})
 }

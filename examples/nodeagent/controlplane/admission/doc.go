@@ -25,7 +25,7 @@
 //   - VM validator, on creation and on changes of the spec: the run
 //     strategy and the template, as the VMI it makes (api.Decode,
 //     api.Default, api.ValidateCreate), each problem at its place in the VM
-//     (spec.template.spec.…, api.InDocument).
+//     (spec.template.spec.…, api.Document.FieldErrors).
 //
 // A refusal is KubeVirt's: 422 Invalid, one cause per problem (its path
 // and what is wrong), at most 10.

@@ -84,16 +84,16 @@ func (v *vmValidator) Handle(_ context.Context, req admission.Request) admission
 			return admission.Allowed("")
 		}
 	}
-	vmi, err := api.Decode(req.Object.Raw)
-	var decodeErr *api.DecodeError
+	doc, err := api.DecodeDocument(req.Object.Raw)
+	var decodeErr *api.InvalidError
 	switch {
-	case errors.As(err, &decodeErr) && len(decodeErr.Errs) > 0:
-		return refused(decodeErr.Errs)
+	case errors.As(err, &decodeErr) && len(decodeErr.Errors) > 0:
+		return refused(decodeErr.Errors)
 	case err != nil:
 		return refused(field.ErrorList{field.Invalid(field.NewPath("spec"), nil, err.Error())})
 	}
-	api.Default(vmi, v.cluster)
-	if errs := api.InDocument(api.KindVM, api.ValidateCreate(vmi)); len(errs) > 0 {
+	api.Default(doc.VMI, v.cluster)
+	if errs := doc.FieldErrors(api.ValidateCreate(doc.VMI)); len(errs) > 0 {
 		return refused(errs)
 	}
 	return admission.Allowed("")

@@ -5,6 +5,11 @@
 // into /var/cache/vmi2libvirt/kube/<version>/ (KUBEBUILDER_ASSETS names
 // another folder); the CRDs are the committed files of examples/nodeagent/crd.
 //
+// The API server runs with the aggregation layer, as .ci/cluster.sh's does
+// (aggregation.go): RegisterAPIService registers an aggregated API server
+// such as the subresource API, and FrontProxy holds the certificate it is
+// called with. Virtctl finds KubeVirt's virtctl.
+//
 // Without the binaries a test is skipped, or fails when the environment
 // variable CI is set, so CI never passes by skipping.
 package testcluster
@@ -49,6 +54,11 @@ type Cluster struct {
 	// Env is the envtest environment, for tests that stop or restart the
 	// API server themselves.
 	Env *envtest.Environment
+	// FrontProxy is the folder of the aggregation layer's client
+	// certificate (tls.crt, tls.key: common name FrontProxyName) and of
+	// its authority (ca.crt, the API server's request-header authority),
+	// for tests that call an aggregated API server as the API server does.
+	FrontProxy string
 
 	dir string // kubectl's cache, the logs
 }
@@ -125,7 +135,8 @@ func start(tb testing.TB, crdPath string) (*Cluster, func()) {
 	}
 	tb.Logf("testcluster: kube-apiserver and etcd from %s ready, CRDs installed, in %s", assets, time.Since(began).Round(time.Millisecond))
 
-	c := &Cluster{Config: cfg, KubectlPath: filepath.Join(assets, "kubectl"), Env: env, dir: dir}
+	c := &Cluster{Config: cfg, KubectlPath: filepath.Join(assets, "kubectl"), Env: env, dir: dir,
+		FrontProxy: frontProxyDir(env.ControlPlane.GetAPIServer().CertDir)}
 	c.Kubeconfig = filepath.Join(dir, "kubeconfig")
 	if err := os.WriteFile(c.Kubeconfig, env.KubeConfig, 0o600); err != nil {
 		stop()
@@ -163,6 +174,9 @@ func newEnvironment(assets, crdPath, dir, apiLog, etcdLog string) (*envtest.Envi
 	// server behind a load balancer does). By default the server waits a
 	// minute for its clients' watches to end, which they never do.
 	api.Configure().Set("shutdown-send-retry-after", "true")
+	if err := configureAggregation(api.CertDir, api.Configure()); err != nil {
+		return nil, err
+	}
 	env.ControlPlane.KubectlPath = filepath.Join(assets, "kubectl")
 	env.ControlPlane.Etcd = &envtest.Etcd{Path: filepath.Join(assets, "etcd")}
 	var err error
