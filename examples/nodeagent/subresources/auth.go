@@ -58,6 +58,13 @@ func newRequestHeaderAuth(ctx context.Context, cs kubernetes.Interface) (*reques
 	if err != nil {
 		return nil, err
 	}
+	// Read the authority now, before anything serves: a request that
+	// arrives before the controllers' first sync would find no authority
+	// and be refused with 401 (a mounted server's program may serve before
+	// Start runs).
+	if err := ca.RunOnce(ctx); err != nil {
+		return nil, err
+	}
 	headers := headerrequest.NewRequestHeaderAuthRequestController(authConfigMapName, authConfigMapNamespace, cs,
 		"requestheader-username-headers", "requestheader-uid-headers", "requestheader-group-headers",
 		"requestheader-extra-headers-prefix", "requestheader-allowed-names")
