@@ -17,9 +17,10 @@ const (
 	DefaultStateDir   = "/var/lib/vmi2libvirt/vmis"
 	DefaultImageStore = "/var/lib/vmi2libvirt/images"
 	// DefaultVirtiofsd is the virtiofsd libvirt runs for a filesystem
-	// unless HostLayout.Virtiofsd says otherwise: Debian 12's package
-	// virtiofsd.
-	DefaultVirtiofsd = "/usr/libexec/virtiofsd"
+	// unless HostLayout.Virtiofsd says otherwise: QEMU 7.2's, in Debian
+	// 12's package qemu-system-common (Debian 12 has no package virtiofsd
+	// outside its backports; newer Debians' is /usr/libexec/virtiofsd).
+	DefaultVirtiofsd = "/usr/lib/qemu/virtiofsd"
 )
 
 // HostLayout places each VMI on a plain libvirt host: everything the VMI
