@@ -47,6 +47,11 @@ const (
 	// DiskOrCreate is made, a sparse raw file of Size bytes, when it does
 	// not exist (its folder must).
 	HostDisk = Kind(convert.ArtifactHostDisk)
+	// ConfigFolder is a folder holding Files, the files of a configMap,
+	// secret, serviceAccount or downwardAPI volume that a filesystem shares
+	// (virtiofs): written whole, a new folder renamed into place, unless it
+	// holds exactly those files.
+	ConfigFolder = Kind(convert.ArtifactConfigFolder)
 	// ImageFolder is the folder of a kernel-boot image: it must exist.
 	ImageFolder Kind = "imageFolder"
 	// KernelFile is a kernel-boot file of an image: it must be a regular
@@ -77,6 +82,10 @@ const (
 	FolderMode      fs.FileMode = 0o711
 	FileMode        fs.FileMode = 0o600
 	StateDirMode    fs.FileMode = 0o711 // StateDir, when it is made
+	// ConfigFolderMode is a ConfigFolder's, and its sub-folders': only
+	// virtiofsd (root, whom libvirt starts) reads it; its files have
+	// FileMode.
+	ConfigFolderMode fs.FileMode = 0o700
 )
 
 // Artifact is one host file or folder a VMI's domain needs, and what
@@ -93,6 +102,9 @@ type Artifact struct {
 	// Content is the exact content written (Write). It may hold user data
 	// and secrets: never log it.
 	Content []byte
+	// Files are the exact files of a ConfigFolder (Write), by path inside
+	// it, sorted; like Content, never log them.
+	Files []File
 	// Size is the size of a disk made empty (EmptyDisk, HostDisk).
 	Size int64
 	// Format is the disk format at Path; BackingPath and BackingFormat are
@@ -124,6 +136,8 @@ func (a Artifact) String() string {
 		s += fmt.Sprintf(" %d bytes", a.Size)
 	case a.Content != nil:
 		s += fmt.Sprintf(" %d bytes", len(a.Content))
+	case a.Kind == ConfigFolder:
+		s += fmt.Sprintf(" %d files", len(a.Files))
 	}
 	if a.Volume != "" {
 		s += " (volume " + a.Volume + ")"
@@ -233,6 +247,12 @@ func (p *planner) volume(a convert.HostArtifact) error {
 			return err
 		}
 		it.Action, it.Content = Write, content
+	case convert.ArtifactConfigFolder:
+		files, err := configFolder(p.vmi, a.Index, p.in.Sources)
+		if err != nil {
+			return err
+		}
+		it.Action, it.Files, it.Mode = Write, files, ConfigFolderMode
 	default:
 		return fmt.Errorf("hostplan: volume %s: artifact kind %q is not known", a.Volume, a.Kind)
 	}

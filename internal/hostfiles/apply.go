@@ -139,6 +139,11 @@ func check(ctx context.Context, qemu *hostplan.User, a hostplan.Artifact) (Outco
 			return Kept, nil
 		}
 		return "", nil
+	case hostplan.ConfigFolder:
+		if same, err := sameFolder(a.Path, a.Files); err != nil || same {
+			return Kept, err
+		}
+		return "", nil
 	case hostplan.HostDisk:
 		return checkHostDisk(a)
 	case hostplan.ImageFolder:
@@ -359,6 +364,8 @@ func (m *maker) make(a hostplan.Artifact) (Outcome, error) {
 		return m.sparseFile(a.Path, a.Size)
 	case hostplan.NoCloud, hostplan.ConfigDrive, hostplan.ConfigISO:
 		return m.writeFile(a.Path, a.Content)
+	case hostplan.ConfigFolder:
+		return m.writeFolder(a.Path, a.Mode, a.Files)
 	}
 	return "", fmt.Errorf("artifact %s: kind %q is not known", a.Path, a.Kind)
 }
