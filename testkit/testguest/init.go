@@ -25,6 +25,11 @@ const BigFile = 64 << 10
 // sh, prompt "/ # ", that runs what is typed there.
 const ShellMarker = "testguest: a shell on the console"
 
+// VirtiofsArg is the kernel argument that asks the guest to mount virtiofs
+// file systems by their tags (the names of the VMI's filesystems) and
+// report their files: testguest.virtiofs=TAG[,TAG...].
+const VirtiofsArg = "testguest.virtiofs"
+
 // KernelArgs are the kernel arguments a VMI booting the test guest gives
 // (spec.domain.firmware.kernelBoot.kernelArgs), with one of the actions.
 const KernelArgs = "console=ttyS0 quiet"
@@ -39,8 +44,11 @@ const KernelArgs = "console=ttyS0 quiet"
 // reader of the first format ignores: "firmware efi|bios",
 // "secureboot enabled|disabled|unknown" (EFI only, as the kernel saw it),
 // "lockdown MODE", "cmdline ...", one "diskbus NAME bus=B type=disk|cdrom"
-// per disk, one "nicdriver NAME driver=D" per NIC, and
-// "device KIND DETAIL..." lines for the other devices the kernel bound.
+// per disk, one "nicdriver NAME driver=D" per NIC,
+// "device KIND DETAIL..." lines for the other devices the kernel bound,
+// and for each virtiofs tag of the kernel argument VirtiofsArg
+// "share TAG" followed by its files as an ISO's (or "share TAG failed"
+// when it does not mount).
 // Then it acts on its action; while it waits, a shell runs on the console
 // (see ShellMarker).
 const initScript = `#!/bin/busybox sh
@@ -196,17 +204,33 @@ report() {
 		mount -t iso9660 -o ro "/dev/$name" "/mnt/$name" 2>/dev/null || continue
 		label="$(dd if="/dev/$name" bs=1 skip=32808 count=32 2>/dev/null | sed 's/ *$//')"
 		echo "iso $name label=$label"
-		(cd "/mnt/$name" && find . -type f) | sort | while read -r f; do
-			size=$(stat -c %s "/mnt/$name/$f")
-			if [ "$size" -gt 65536 ]; then # BigFile
-				echo "bigfile $size ${f#./}"
-				continue
-			fi
-			echo "file ${f#./}"
-			base64 "/mnt/$name/$f" | sed 's/^/b64 /'
-			echo "endfile"
-		done
+		files "/mnt/$name"
 		umount "/mnt/$name"
+	done
+	for tag in $(sed -n 's/.*testguest\.virtiofs=\([^ ]*\).*/\1/p' /proc/cmdline | tr ',' ' '); do
+		mkdir -p "/mnt/virtiofs-$tag"
+		if mount -t virtiofs "$tag" "/mnt/virtiofs-$tag" 2>/dev/null; then
+			echo "share $tag"
+			files "/mnt/virtiofs-$tag"
+			umount "/mnt/virtiofs-$tag"
+		else
+			echo "share $tag failed"
+		fi
+	done
+}
+
+# files prints the files under a folder: "file PATH", its contents as
+# "b64 ..." lines and "endfile", or "bigfile SIZE PATH".
+files() {
+	(cd "$1" && find . -type f) | sort | while read -r f; do
+		size=$(stat -c %s "$1/$f")
+		if [ "$size" -gt 65536 ]; then # BigFile
+			echo "bigfile $size ${f#./}"
+			continue
+		fi
+		echo "file ${f#./}"
+		base64 "$1/$f" | sed 's/^/b64 /'
+		echo "endfile"
 	done
 }
 

@@ -12,13 +12,14 @@ import (
 
 // Modules are the kernel modules the guest loads, with what they need
 // before them: virtio PCI, block, network and SCSI (for CD-ROMs on the
-// scsi bus), ISO9660, and the ACPI power button with evdev for acpid.
+// scsi bus), ISO9660, virtiofs, and the ACPI power button with evdev for
+// acpid.
 // Debian's cloud kernel, which the kernel-boot guest runs, has no AHCI,
 // e1000e or USB storage driver: SATA disks stay invisible to it, and VMIs
 // that need them boot a bootable image (BootImages).
 var Modules = []string{
 	"virtio_pci", "virtio_blk", "virtio_net", "virtio_scsi",
-	"sd_mod", "sr_mod", "isofs", "button", "evdev",
+	"sd_mod", "sr_mod", "isofs", "virtiofs", "button", "evdev",
 }
 
 // BootModules are loaded after Modules by the guest of the bootable
