@@ -30,6 +30,10 @@ const ShellMarker = "testguest: a shell on the console"
 // report their files: testguest.virtiofs=TAG[,TAG...].
 const VirtiofsArg = "testguest.virtiofs"
 
+// MetricsArg is the kernel argument that asks the guest to read the
+// downward metrics channel (virtio port org.github.vhostmd.1) once.
+const MetricsArg = "testguest.metrics"
+
 // KernelArgs are the kernel arguments a VMI booting the test guest gives
 // (spec.domain.firmware.kernelBoot.kernelArgs), with one of the actions.
 const KernelArgs = "console=ttyS0 quiet"
@@ -48,7 +52,9 @@ const KernelArgs = "console=ttyS0 quiet"
 // "device KIND DETAIL..." lines for the other devices the kernel bound,
 // and for each virtiofs tag of the kernel argument VirtiofsArg
 // "share TAG" followed by its files as an ISO's (or "share TAG failed"
-// when it does not mount).
+// when it does not mount); with the kernel argument MetricsArg, for the
+// downward metrics port, "metrics PORT", the document it answers to one
+// request as "b64 ..." lines, and "endmetrics".
 // Then it acts on its action; while it waits, a shell runs on the console
 // (see ShellMarker).
 const initScript = `#!/bin/busybox sh
@@ -217,6 +223,16 @@ report() {
 			echo "share $tag failed"
 		fi
 	done
+	# The downward metrics channel, when asked: one request, its answer
+	# up to the blank line that ends it.
+	if grep -q 'testguest\.metrics' /proc/cmdline; then
+		for p in /sys/class/virtio-ports/*; do
+			[ "$(cat "$p/name" 2>/dev/null)" = org.github.vhostmd.1 ] || continue
+			echo "metrics ${p##*/}"
+			timeout 20 sh -c 'exec 3<>"$1"; printf "GET /metrics/XML\n\n" >&3; while IFS= read -r line <&3; do [ -z "$line" ] && break; echo "$line"; done' sh "/dev/${p##*/}" | base64 | sed 's/^/b64 /'
+			echo "endmetrics"
+		done
+	fi
 }
 
 # files prints the files under a folder: "file PATH", its contents as

@@ -14,6 +14,9 @@ type Report struct {
 	Disks       []Disk
 	NICs        []NIC
 	ISOs        []ISO
+	// Metrics is the downward metrics document the guest read from its
+	// channel (MetricsArg), without the blank line that ends it.
+	Metrics string
 	// Shares are the virtiofs file systems the guest was asked to mount
 	// (VirtiofsArg), in that order.
 	Shares []Share
@@ -181,11 +184,24 @@ func ParseConsole(text string) (Report, error) {
 	var big map[string]int64
 	var file string
 	var b64 strings.Builder
-	inFile := false
+	inFile, inMetrics := false, false
 	for n, line := range strings.Split(body[:end], "\n") {
 		key, rest, _ := strings.Cut(line, " ")
 		bad := func(err error) error {
 			return fmt.Errorf("testguest: report line %d %q: %v", n+1, line, err)
+		}
+		if inMetrics {
+			switch key {
+			case "b64":
+				b64.WriteString(strings.TrimSpace(rest))
+			case "endmetrics":
+				data, err := base64.StdEncoding.DecodeString(b64.String())
+				if err != nil {
+					return Report{}, bad(err)
+				}
+				r.Metrics, inMetrics = string(data), false
+			}
+			continue
 		}
 		if inFile {
 			switch key {
@@ -231,6 +247,9 @@ func ParseConsole(text string) (Report, error) {
 				files, big = map[string][]byte{}, map[string]int64{}
 				r.ISOs = append(r.ISOs, ISO{Device: name, Label: fields["label"], Files: files, BigFiles: big})
 			}
+		case "metrics":
+			inMetrics = true
+			b64.Reset()
 		case "share":
 			tag, failed, _ := strings.Cut(rest, " ")
 			files, big = map[string][]byte{}, map[string]int64{}

@@ -205,3 +205,15 @@ func TestParseConsoleShares(t *testing.T) {
 		t.Errorf("share gone: %+v", s)
 	}
 }
+
+// TestParseConsoleMetrics: the metrics document between "metrics PORT"
+// and "endmetrics", base64 encoded.
+func TestParseConsoleMetrics(t *testing.T) {
+	r, err := ParseConsole(BeginMarker + "\nmetrics vport1p2\nb64 PG1ldHJpY3M+Cjwv\nb64 bWV0cmljcz4K\nendmetrics\ncpus 1\n" + EndMarker + "\n")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.Metrics != "<metrics>\n</metrics>\n" || r.CPUs != 1 {
+		t.Errorf("metrics %q, cpus %d", r.Metrics, r.CPUs)
+	}
+}
