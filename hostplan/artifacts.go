@@ -52,6 +52,9 @@ const (
 	// (virtiofs): written whole, a new folder renamed into place, unless it
 	// holds exactly those files.
 	ConfigFolder = Kind(convert.ArtifactConfigFolder)
+	// SharedFolder is the folder of a claim a filesystem shares
+	// (HostLayout.Claims, type dir): it must exist.
+	SharedFolder Kind = "sharedFolder"
 	// ImageFolder is the folder of a kernel-boot image: it must exist.
 	ImageFolder Kind = "imageFolder"
 	// KernelFile is a kernel-boot file of an image: it must be a regular
@@ -205,6 +208,11 @@ func (p *planner) volume(a convert.HostArtifact) error {
 	it := Artifact{Kind: Kind(a.Kind), Path: a.Path, Mode: FileMode, Format: a.Format, Volume: a.Volume, Index: a.Index}
 	switch a.Kind {
 	case convert.ArtifactNone:
+		if a.Shared {
+			it.Kind, it.Action, it.Mode, it.Format = SharedFolder, Check, 0, ""
+			it.Field, it.Value = claimField(vp, vol)
+			break
+		}
 		if vol.HostDisk == nil {
 			return nil // a claim's disk: the host's
 		}
@@ -257,6 +265,14 @@ func (p *planner) volume(a convert.HostArtifact) error {
 		return fmt.Errorf("hostplan: volume %s: artifact kind %q is not known", a.Volume, a.Kind)
 	}
 	return p.add(it)
+}
+
+// claimField is the field that names a volume's claim, and its value.
+func claimField(vp *field.Path, vol *v1.Volume) (*field.Path, string) {
+	if vol.DataVolume != nil {
+		return vp.Child("dataVolume", "name"), vol.DataVolume.Name
+	}
+	return vp.Child("persistentVolumeClaim", "claimName"), vol.PersistentVolumeClaim.ClaimName
 }
 
 // kernelFiles plans the checks of the kernel-boot container's files.

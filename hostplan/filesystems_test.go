@@ -10,7 +10,7 @@ import (
 // TestMakeSharedFolders: a configMap a filesystem shares is a folder of
 // its files to write (no ISO), a claim it shares is the host's folder
 // (nothing to make), and the domain shares both through libvirt's
-// virtiofsd.
+// virtiofsd. The claim's folder is only checked.
 func TestMakeSharedFolders(t *testing.T) {
 	host := testHost()
 	l := host.Options.Layout.(convert.HostLayout)
@@ -47,6 +47,7 @@ spec:
 		"create stateFolder /srv/vmis/shop_web 0700",
 		"create folder /srv/vmis/shop_web/config 0711",
 		"write configFolder /srv/vmis/shop_web/config/app 0700 2 files (volume app)",
+		"check sharedFolder /srv/shares/data (volume data)",
 	}
 	if strings.Join(got, "\n") != strings.Join(want, "\n") {
 		t.Errorf("artifacts:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))

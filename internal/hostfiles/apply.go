@@ -146,6 +146,11 @@ func check(ctx context.Context, qemu *hostplan.User, a hostplan.Artifact) (Outco
 		return "", nil
 	case hostplan.HostDisk:
 		return checkHostDisk(a)
+	case hostplan.SharedFolder:
+		if st, err := os.Stat(a.Path); err != nil || !st.IsDir() {
+			return "", hostplan.NotReady(field.Invalid(a.Field, a.Value, "the claim's folder "+a.Path+" (HostLayout.Claims) is not a folder of this host"))
+		}
+		return Checked, nil
 	case hostplan.ImageFolder:
 		if st, err := os.Stat(a.Path); err != nil || !st.IsDir() {
 			return "", hostplan.NotReady(field.Invalid(a.Field, a.Value, "image not found in the image store (no folder "+a.Path+")"))

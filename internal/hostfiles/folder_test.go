@@ -2,9 +2,15 @@ package hostfiles
 
 import (
 	"context"
+	"errors"
 	"os"
 	"path/filepath"
 	"testing"
+
+	"k8s.io/apimachinery/pkg/util/validation/field"
+
+	"github.com/vmi2libvirt/vmi2libvirt/convert"
+	"github.com/vmi2libvirt/vmi2libvirt/hostplan"
 )
 
 // TestConfigFolders: a config volume that a filesystem shares is a folder
@@ -68,5 +74,37 @@ spec:
 	}
 	if same, err := sameFolder(filepath.Join(config, "app"), nil); same || err != nil {
 		t.Errorf("sameFolder of a folder with a file and no files = %v, %v", same, err)
+	}
+}
+
+// TestSharedClaimFolder: a claim a filesystem shares must be a folder of
+// the host; a missing one is ErrNotReady naming the claim's field.
+func TestSharedClaimFolder(t *testing.T) {
+	layout, sources := testLayout(t)
+	share := filepath.Join(t.TempDir(), "share")
+	layout.Claims = map[string]convert.DiskSource{"data": {Type: "dir", Path: share}}
+	vmi := artifactVMI(t, `
+apiVersion: kubevirt.io/v1
+kind: VirtualMachineInstance
+metadata: {name: claimshare, namespace: ns1}
+spec:
+  domain:
+    devices:
+      filesystems:
+      - {name: data, virtiofs: {}}
+    resources: {requests: {memory: 128Mi}}
+  volumes:
+  - {name: data, dataVolume: {name: data}}
+`)
+	err := prepareArtifacts(context.Background(), vmi, layout, sources)
+	var fe *field.Error
+	if !errors.Is(err, hostplan.ErrNotReady) || !errors.As(err, &fe) || fe.Field != "spec.volumes[0].dataVolume.name" {
+		t.Fatalf("missing folder: %v, want ErrNotReady at spec.volumes[0].dataVolume.name", err)
+	}
+	if err := os.Mkdir(share, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := prepareArtifacts(context.Background(), vmi, layout, sources); err != nil {
+		t.Fatalf("with the folder: %v", err)
 	}
 }
