@@ -201,7 +201,7 @@ func (l HostLayout) VolumeArtifact(vmi *v1.VirtualMachineInstance, index int) (H
 			return HostArtifact{}, err
 		}
 		if base.Type == claimFolder {
-			return HostArtifact{}, field.Invalid(fp, claim, "HostLayout.Claims gives a folder (type dir), which only a filesystem can share")
+			return HostArtifact{}, field.Invalid(fp, claim, claimFolderWhy)
 		}
 		a.Kind, a.Path, a.Format = ArtifactOverlay, disk, "qcow2"
 		a.BackingPath, a.BackingFormat = base.Path, base.Format
@@ -225,7 +225,7 @@ func (l HostLayout) VolumeArtifact(vmi *v1.VirtualMachineInstance, index int) (H
 			return HostArtifact{}, err
 		}
 		if src.Type == claimFolder {
-			return HostArtifact{}, field.Invalid(fp, name, "HostLayout.Claims gives a folder (type dir), which only a filesystem can share")
+			return HostArtifact{}, field.Invalid(fp, name, claimFolderWhy)
 		}
 		a.Path, a.Format, a.Block = src.Path, src.Format, src.Type == "block"
 	case volHostDisk:
@@ -272,6 +272,9 @@ func (l HostLayout) checkHostDisk(raw, clean string, fp *field.Path) error {
 
 // claimFolder is the Type of a claim in HostLayout.Claims that is a folder.
 const claimFolder = "dir"
+
+// claimFolderWhy is why a disk's claim that is a folder is refused.
+const claimFolderWhy = "HostLayout.Claims gives a folder (type dir), which only a filesystem can share"
 
 // sharedArtifact is VolumeArtifact for a volume that a filesystem shares:
 // the folder virtiofsd shares.
