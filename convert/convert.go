@@ -91,6 +91,7 @@ func Convert(vmi *v1.VirtualMachineInstance, opts Options) (*libvirtxml.Domain, 
 		c.next(c.clock(d)) &&
 		c.next(c.lifecycle(d)) &&
 		c.next(c.disks(d)) &&
+		c.next(c.filesystems(d)) &&
 		c.next(c.controllers(d)) &&
 		c.next(c.interfaces(d)) &&
 		c.next(c.hostDevices(d)) &&
@@ -166,6 +167,7 @@ var (
 	hypervPath      = domainPath.Child("features", "hyperv")
 	devicesPath     = domainPath.Child("devices")
 	disksPath       = devicesPath.Child("disks")
+	filesystemsPath = devicesPath.Child("filesystems")
 	interfacesPath  = devicesPath.Child("interfaces")
 	hostDevicesPath = devicesPath.Child("hostDevices")
 	gpusPath        = devicesPath.Child("gpus")

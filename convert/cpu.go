@@ -95,7 +95,7 @@ func (c *converter) cpuModel(cpu *libvirtxml.DomainCPU) {
 }
 
 // cpuNUMA gives the guest one NUMA cell holding all vCPUs and all memory
-// when its memory is a memfd (hugepages), as KubeVirt does: QEMU backs such
+// when its memory is a memfd (hugepages, virtiofs), as KubeVirt does: QEMU backs such
 // memory through a NUMA node's memory backend.
 func (c *converter) cpuNUMA(cpu *libvirtxml.DomainCPU, vcpus uint) {
 	if !c.facts.memfd || c.facts.memory == 0 {

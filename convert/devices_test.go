@@ -290,9 +290,6 @@ func TestDeviceAreasRefuse(t *testing.T) {
 		{"unknown video", func(v *v1.VirtualMachineInstance) {
 			v.Spec.Domain.Devices.Video = &v1.VideoDevice{Type: "s3"}
 		}, nil, `spec.domain.devices.video.type: Unsupported value: "s3"`},
-		{"downward metrics", func(v *v1.VirtualMachineInstance) {
-			v.Spec.Domain.Devices.DownwardMetrics = &v1.DownwardMetrics{}
-		}, (*converter).unsupported, `spec.domain.devices.downwardMetrics: Forbidden`},
 		{"diag288 watchdog", func(v *v1.VirtualMachineInstance) {
 			v.Spec.Domain.Devices.Watchdog = &v1.Watchdog{Name: "w", WatchdogDevice: v1.WatchdogDevice{Diag288: &v1.Diag288Watchdog{}}}
 		}, nil, `spec.domain.devices.watchdog.diag288: Unsupported value: "diag288"`},

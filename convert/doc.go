@@ -42,8 +42,6 @@
 //	spec.domain.cpu.realtime,                        the host's NUMA topology, which Options do not carry
 //	  spec.domain.cpu.numa.guestMappingPassthrough
 //	spec.domain.firmware.acpi                        the tables are files inside secret volumes, which no layout names
-//	spec.domain.devices.filesystems                  virtiofsd on the host, which the converter does not set up
-//	spec.domain.devices.downwardMetrics              KubeVirt's virt-handler feeds them
 //	metadata.annotations[kubevirt.io/ignitiondata]   a file virt-launcher writes on its host and passes to QEMU
 //	spec.accessCredentials[*].sshPublicKey.propagationMethod.qemuGuestAgent,
 //	  spec.accessCredentials[*].userPassword.propagationMethod.qemuGuestAgent
@@ -73,6 +71,17 @@
 //	                                                 Options.HostDevices makes it a PCI GPU: libvirt 9.0 has no
 //	                                                 display there
 //	spec.domain.devices.clientPassthrough            the layout names no socket folder
+//	spec.domain.devices.downwardMetrics              the layout names no socket for its channel
+//	spec.domain.devices.filesystems[*].name          the layout names virtiofsd's socket or folder after it: not
+//	                                                 a file name, or no volume's name
+//	spec.domain.devices.filesystems[*].virtiofs      a filesystem without it gives the guest nothing (KubeVirt
+//	                                                 ignores it)
+//	spec.volumes[*].containerDisk,                   the host layout shares by virtiofs only claims (folders in
+//	  spec.volumes[*].hostDisk,                      HostLayout.Claims) and config volumes (a folder of their
+//	  spec.volumes[*].emptyDisk,                     files)
+//	  spec.volumes[*].ephemeral,
+//	  spec.volumes[*].cloudInitNoCloud,
+//	  spec.volumes[*].cloudInitConfigDrive
 //	spec.domain.devices.interfaces[*].passtBinding,  KubeVirt's pod network set-up, a cluster's binding plugins
 //	  spec.domain.devices.interfaces[*].binding
 //	spec.domain.devices.interfaces[*]                the layout's attachment is malformed
@@ -93,8 +102,8 @@
 //	  spec.volumes[*].sysprep, spec.volumes[*].downwardMetrics
 //	spec.volumes[*].hostDisk.path,                   HostLayout.HostDiskAllow does not allow it; a block device
 //	  spec.volumes[*].hostDisk.type                  cannot be created
-//	spec.volumes[*].persistentVolumeClaim.claimName, HostLayout.Claims does not map the claim
-//	  spec.volumes[*].dataVolume.name,
+//	spec.volumes[*].persistentVolumeClaim.claimName, HostLayout.Claims does not map the claim, or maps a disk's
+//	  spec.volumes[*].dataVolume.name,               to a folder, or a filesystem's to a disk
 //	  spec.volumes[*].ephemeral.persistentVolumeClaim.claimName
 //
 // # Cost

@@ -26,6 +26,10 @@ type facts struct {
 	// memfd tells whether guest memory comes from a memfd (the memory
 	// area's backing, and the cpu area's NUMA cell QEMU backs it through).
 	memfd bool
+	// sharedMemory tells whether guest memory is shared with another
+	// process (virtiofsd, for a virtiofs filesystem): the memory area's
+	// <access mode="shared"/>.
+	sharedMemory bool
 	// ioThreads is how the disks share QEMU IO threads: the iothreads area
 	// writes <iothreads> and pins them, the disks area gives each virtio
 	// disk its thread, the controllers area picks the SCSI controller's.
@@ -46,7 +50,10 @@ func gatherFacts(vmi *v1.VirtualMachineInstance, opts *Options) facts {
 	if q, ok := guestMemory(dom); ok {
 		f.memory = bytesOf(q)
 	}
-	f.memfd = dom.Memory != nil && dom.Memory.Hugepages != nil && vmi.Annotations[v1.MemfdMemoryBackend] != "false"
+	// As KubeVirt's isMemfdRequired: hugepages come from a memfd unless
+	// the annotation says no; shared memory always does.
+	f.sharedMemory = hasVirtiofs(vmi)
+	f.memfd = f.sharedMemory || dom.Memory != nil && dom.Memory.Hugepages != nil && vmi.Annotations[v1.MemfdMemoryBackend] != "false"
 	f.ioThreads = planIOThreads(dom)
 	f.pins = planPins(vmi, f.topology.count(), opts.CPUSet)
 	return f

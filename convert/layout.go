@@ -13,6 +13,9 @@ import v1 "kubevirt.io/api/core/v1"
 type Layout interface {
 	// Volume returns the host side of spec.volumes[index].
 	Volume(vmi *v1.VirtualMachineInstance, index int) (DiskSource, error)
+	// Filesystem returns the host side of the virtiofs filesystem
+	// spec.domain.devices.filesystems[index].
+	Filesystem(vmi *v1.VirtualMachineInstance, index int) (FilesystemSource, error)
 	// Interface returns the host side of an interface joined to its network.
 	Interface(vmi *v1.VirtualMachineInstance, iface *v1.Interface, network *v1.Network) (InterfaceAttachment, error)
 	// Paths returns the VMI's sockets, logs, kernel and firmware variable paths.
@@ -51,6 +54,10 @@ type Paths struct {
 	SerialLog    string // file the serial console is logged to
 	VNCSocket    string // unix socket of the VNC server
 	NVRAM        string // the VMI's EFI variable store
+	// DownwardMetricsSocket is the unix socket of the downward metrics
+	// virtio-serial channel (spec.domain.devices.downwardMetrics): QEMU
+	// listens on it, the host side's metrics server connects to it.
+	DownwardMetricsSocket string
 	// Kernel and Initrd are the host paths of the files named by
 	// spec.domain.firmware.kernelBoot.container (empty when not asked for).
 	Kernel, Initrd string

@@ -16,6 +16,11 @@ import (
 const (
 	DefaultStateDir   = "/var/lib/vmi2libvirt/vmis"
 	DefaultImageStore = "/var/lib/vmi2libvirt/images"
+	// DefaultVirtiofsd is the virtiofsd libvirt runs for a filesystem
+	// unless HostLayout.Virtiofsd says otherwise: QEMU 7.2's, in Debian
+	// 12's package qemu-system-common (Debian 12 has no package virtiofsd
+	// outside its backports; newer Debians' is /usr/libexec/virtiofsd).
+	DefaultVirtiofsd = "/usr/lib/qemu/virtiofsd"
 )
 
 // HostLayout places each VMI on a plain libvirt host: everything the VMI
@@ -50,6 +55,19 @@ const (
 //	                      lies under a folder of HostDiskAllow; type DiskOrCreate creates a sparse
 //	                      raw file of its capacity when missing
 //
+// A volume that a filesystem shares (spec.domain.devices.filesystems, by
+// virtiofs) is a folder instead, which a virtiofsd that libvirt starts
+// (Virtiofsd) shares with the guest:
+//
+//	configMap, secret,    <state>/config/<volume>/: a folder of the volume's files
+//	serviceAccount,
+//	downwardAPI
+//	persistentVolumeClaim the folder Claims names, with Type "dir", for its claimName
+//	dataVolume            the folder Claims names, with Type "dir", for the data volume's name
+//
+// Other volumes cannot be shared. The downward metrics channel
+// (spec.domain.devices.downwardMetrics) is <state>/downwardmetrics.sock.
+//
 // sysprep, downwardMetrics and memoryDump volumes are refused. The overlays
 // carry their backing file in their qcow2 header, so the domain names only
 // the overlay, without a <backingStore>.
@@ -72,8 +90,13 @@ type HostLayout struct {
 	// Claims maps the claimName of a persistentVolumeClaim (also the claim
 	// under an ephemeral volume) or the name of a dataVolume to the host
 	// disk behind it: Type "file" (the default) or "block", an absolute Path,
-	// Format "raw" (the default) or "qcow2". A claim missing here is an error.
+	// Format "raw" (the default) or "qcow2". A claim that a filesystem
+	// shares is a folder: Type "dir", an absolute Path (and a folder is
+	// no disk's). A claim missing here is an error.
 	Claims map[string]DiskSource
+	// Virtiofsd is the virtiofsd binary libvirt starts for each
+	// filesystem; DefaultVirtiofsd when empty.
+	Virtiofsd string
 	// HostDiskAllow lists the absolute folders under which a hostDisk
 	// volume's path may lie (a path equal to a folder does not count; "/"
 	// allows every path, /dev/ devices included). A hostDisk whose cleaned
@@ -120,6 +143,10 @@ const (
 	// ArtifactHostDisk: a hostDisk of type DiskOrCreate; a sparse raw file
 	// of its capacity when Path does not exist yet.
 	ArtifactHostDisk HostArtifactKind = "hostDisk"
+	// ArtifactConfigFolder: a folder of a configMap, secret,
+	// serviceAccount or downwardAPI volume's files, which a filesystem
+	// shares.
+	ArtifactConfigFolder HostArtifactKind = "configFolder"
 )
 
 // HostArtifact is the host file behind one volume in the host layout, and
@@ -132,6 +159,8 @@ type HostArtifact struct {
 	Path string
 	// Block is true when Path is a block device.
 	Block bool
+	// Shared is true when Path is a folder a filesystem shares, not a disk.
+	Shared bool
 	// Format is the disk format at Path: "raw" or "qcow2".
 	Format string
 	// BackingPath and BackingFormat are an overlay's backing disk. An empty
@@ -148,6 +177,9 @@ func (l HostLayout) VolumeArtifact(vmi *v1.VirtualMachineInstance, index int) (H
 		return HostArtifact{}, err
 	}
 	state := l.StateFolder(vmi)
+	if sharedVolume(vmi, v.Name) {
+		return l.sharedArtifact(v, kind, index, state)
+	}
 	a := HostArtifact{Volume: v.Name, Index: index, Format: "raw"}
 	disk := path.Join(state, "disks", v.Name+".qcow2")
 	p := volumePath(index)
@@ -163,9 +195,13 @@ func (l HostLayout) VolumeArtifact(vmi *v1.VirtualMachineInstance, index int) (H
 		a.BackingPath = path.Join(l.ImageFolder(v.ContainerDisk.Image), image)
 	case volEphemeral:
 		claim := v.Ephemeral.PersistentVolumeClaim.ClaimName
-		base, err := l.claim(claim, p.Child("ephemeral", "persistentVolumeClaim", "claimName"))
+		fp := p.Child("ephemeral", "persistentVolumeClaim", "claimName")
+		base, err := l.claim(claim, fp)
 		if err != nil {
 			return HostArtifact{}, err
+		}
+		if base.Type == claimFolder {
+			return HostArtifact{}, field.Invalid(fp, claim, claimFolderWhy)
 		}
 		a.Kind, a.Path, a.Format = ArtifactOverlay, disk, "qcow2"
 		a.BackingPath, a.BackingFormat = base.Path, base.Format
@@ -187,6 +223,9 @@ func (l HostLayout) VolumeArtifact(vmi *v1.VirtualMachineInstance, index int) (H
 		src, err := l.claim(name, fp)
 		if err != nil {
 			return HostArtifact{}, err
+		}
+		if src.Type == claimFolder {
+			return HostArtifact{}, field.Invalid(fp, name, claimFolderWhy)
 		}
 		a.Path, a.Format, a.Block = src.Path, src.Format, src.Type == "block"
 	case volHostDisk:
@@ -231,6 +270,78 @@ func (l HostLayout) checkHostDisk(raw, clean string, fp *field.Path) error {
 	return field.Invalid(fp, raw, "not under a folder of HostLayout.HostDiskAllow ("+strings.Join(l.HostDiskAllow, ", ")+")")
 }
 
+// claimFolder is the Type of a claim in HostLayout.Claims that is a folder.
+const claimFolder = "dir"
+
+// claimFolderWhy is why a disk's claim that is a folder is refused.
+const claimFolderWhy = "HostLayout.Claims gives a folder (type dir), which only a filesystem can share"
+
+// sharedArtifact is VolumeArtifact for a volume that a filesystem shares:
+// the folder virtiofsd shares.
+func (l HostLayout) sharedArtifact(v *v1.Volume, kind volumeKind, index int, state string) (HostArtifact, error) {
+	a := HostArtifact{Volume: v.Name, Index: index, Shared: true}
+	p := volumePath(index)
+	switch kind {
+	case volConfigMap, volSecret, volServiceAccount, volDownwardAPI:
+		a.Kind, a.Path = ArtifactConfigFolder, path.Join(state, "config", v.Name)
+		return a, nil
+	case volPVC, volDataVolume:
+		name, fp := "", p
+		if kind == volPVC {
+			name, fp = v.PersistentVolumeClaim.ClaimName, p.Child("persistentVolumeClaim", "claimName")
+		} else {
+			name, fp = v.DataVolume.Name, p.Child("dataVolume", "name")
+		}
+		src, err := l.claim(name, fp)
+		if err != nil {
+			return HostArtifact{}, err
+		}
+		if src.Type != claimFolder {
+			return HostArtifact{}, field.Invalid(fp, name, "a filesystem shares a folder: HostLayout.Claims must give this claim type dir")
+		}
+		a.Path = path.Clean(src.Path)
+		return a, nil
+	}
+	return HostArtifact{}, field.Forbidden(p.Child(string(kind)),
+		"the host layout shares only "+strings.Join(sharedVolumeKinds, ", ")+" volumes with a filesystem")
+}
+
+// sharedVolumeKinds are the volume sources a filesystem can share in the
+// host layout.
+var sharedVolumeKinds = []string{
+	string(volPVC), string(volDataVolume), string(volConfigMap), string(volSecret),
+	string(volServiceAccount), string(volDownwardAPI),
+}
+
+// sharedVolume tells whether a filesystem shares the volume of this name.
+func sharedVolume(vmi *v1.VirtualMachineInstance, name string) bool {
+	for i := range vmi.Spec.Domain.Devices.Filesystems {
+		if vmi.Spec.Domain.Devices.Filesystems[i].Name == name {
+			return true
+		}
+	}
+	return false
+}
+
+// Filesystem returns the folder that the virtiofsd libvirt starts (Virtiofsd)
+// shares for spec.domain.devices.filesystems[index]: its volume's (see
+// VolumeArtifact).
+func (l HostLayout) Filesystem(vmi *v1.VirtualMachineInstance, index int) (FilesystemSource, error) {
+	_, vi, err := filesystemVolume(vmi, index)
+	if err != nil {
+		return FilesystemSource{}, err
+	}
+	a, err := l.VolumeArtifact(vmi, vi)
+	if err != nil {
+		return FilesystemSource{}, err
+	}
+	bin := l.Virtiofsd
+	if bin == "" {
+		bin = DefaultVirtiofsd
+	}
+	return FilesystemSource{Dir: a.Path, Binary: bin}, nil
+}
+
 // hostVolumeKinds are the volume sources the host layout places.
 var hostVolumeKinds = []string{
 	string(volContainerDisk), string(volPVC), string(volDataVolume), string(volHostDisk),
@@ -265,8 +376,8 @@ func (l HostLayout) claim(name string, fp *field.Path) (DiskSource, error) {
 	if src.Format == "" {
 		src.Format = "raw"
 	}
-	if src.Type != "file" && src.Type != "block" {
-		return DiskSource{}, field.Invalid(fp, name, fmt.Sprintf("HostLayout.Claims: type %q: want file or block", src.Type))
+	if src.Type != "file" && src.Type != "block" && src.Type != claimFolder {
+		return DiskSource{}, field.Invalid(fp, name, fmt.Sprintf("HostLayout.Claims: type %q: want file, block or dir", src.Type))
 	}
 	if !strings.HasPrefix(src.Path, "/") {
 		return DiskSource{}, field.Invalid(fp, name, fmt.Sprintf("HostLayout.Claims: path %q is not absolute", src.Path))
@@ -279,6 +390,9 @@ func (l HostLayout) Volume(vmi *v1.VirtualMachineInstance, index int) (DiskSourc
 	a, err := l.VolumeArtifact(vmi, index)
 	if err != nil {
 		return DiskSource{}, err
+	}
+	if a.Shared {
+		return DiskSource{}, field.Invalid(volumePath(index).Child("name"), a.Volume, "a filesystem shares this volume: it is no disk's")
 	}
 	src := DiskSource{Type: "file", Path: a.Path, Format: a.Format}
 	if a.Block {
@@ -296,6 +410,8 @@ func (l HostLayout) Paths(vmi *v1.VirtualMachineInstance) Paths {
 		SerialLog:    path.Join(dir, "serial0.log"),
 		VNCSocket:    path.Join(dir, "vnc.sock"),
 		NVRAM:        path.Join(dir, "efi-vars.fd"),
+
+		DownwardMetricsSocket: path.Join(dir, "downwardmetrics.sock"),
 	}
 	if kb := vmi.Spec.Domain.Firmware; kb != nil && kb.KernelBoot != nil && kb.KernelBoot.Container != nil {
 		c := kb.KernelBoot.Container

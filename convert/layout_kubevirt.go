@@ -69,6 +69,9 @@ const (
 	kvEmptyDisks      = "/var/run/libvirt/empty-disks"
 	kvPRHelperSocket  = "/var/run/kubevirt/daemons/pr/pr-helper.sock"
 	kvDownwardMetrics = kvPrivate + "/downwardapi-disks/vhostmd0"
+	// kvDownwardMetricsSocket is the downward metrics channel's socket,
+	// which virt-handler connects to.
+	kvDownwardMetricsSocket = kvPrivate + "/downwardmetrics-channel/downwardmetrics.sock"
 )
 
 // Volume returns the pod path of spec.volumes[index].
@@ -193,6 +196,8 @@ func (KubeVirtLayout) Paths(vmi *v1.VirtualMachineInstance) Paths {
 		SerialLog:    log,
 		VNCSocket:    t.join(dir, vncSocket),
 		NVRAM:        t.join(nvramDir, vmi.Name, nvramFile),
+		// The same for every VMI: the pod has one.
+		DownwardMetricsSocket: kvDownwardMetricsSocket,
 	}
 	if kernel != "" {
 		p.Kernel = t.join(kernelDir, kernel)
@@ -201,4 +206,19 @@ func (KubeVirtLayout) Paths(vmi *v1.VirtualMachineInstance) Paths {
 		p.Initrd = t.join(kernelDir, initrd)
 	}
 	return p
+}
+
+// kvVirtiofsSockets is the folder of the sockets of the virtiofsd
+// containers of KubeVirt's pod, one per filesystem.
+const kvVirtiofsSockets = "/var/run/kubevirt/virtiofs-containers"
+
+// Filesystem returns the socket of the virtiofsd KubeVirt runs for
+// spec.domain.devices.filesystems[index], in a container of the VMI's pod
+// (<filesystem name>.sock), whatever volume it shares.
+func (KubeVirtLayout) Filesystem(vmi *v1.VirtualMachineInstance, index int) (FilesystemSource, error) {
+	v, _, err := filesystemVolume(vmi, index)
+	if err != nil {
+		return FilesystemSource{}, err
+	}
+	return FilesystemSource{Socket: kvVirtiofsSockets + "/" + v.Name + ".sock"}, nil
 }

@@ -7,7 +7,8 @@ import (
 )
 
 // memory writes the guest memory (<memory>), the memory hotplug maximum
-// (<maxMemory>) and the memory backing (hugepages from a memfd).
+// (<maxMemory>) and the memory backing (hugepages, memory shared with
+// virtiofsd, from a memfd).
 //
 // spec.domain.memory.reservedOverhead only sizes KubeVirt's pod (its
 // overhead and memlock limit); there is no pod here and the domain is the
@@ -31,16 +32,24 @@ func (c *converter) memory(d *libvirtxml.Domain) error {
 // memoryBacking writes <memoryBacking> as KubeVirt does: hugepages when the
 // VMI asks for them (with their page size when Options.HugepageSize says so,
 // so that libvirt takes pages of that size on a host that mounts several
-// sizes, not only in a pod that mounts one), from a memfd unless the
-// kubevirt.io/memfd annotation is "false".
+// sizes, not only in a pod that mounts one), shared access when virtiofsd
+// reads guest memory (a virtiofs filesystem), and from a memfd for shared
+// memory or hugepages (unless the kubevirt.io/memfd annotation is "false").
 func (c *converter) memoryBacking(d *libvirtxml.Domain) {
 	m := c.spec.Domain.Memory
-	if m == nil || m.Hugepages == nil {
+	hugepages := m != nil && m.Hugepages != nil
+	if !hugepages && !c.facts.sharedMemory {
 		return
 	}
-	mb := &libvirtxml.DomainMemoryBacking{MemoryHugePages: &libvirtxml.DomainMemoryHugepages{}}
-	if page := hugepageKiB(m.Hugepages.PageSize); page != 0 && c.opts.HugepageSize {
-		mb.MemoryHugePages.Hugepages = []libvirtxml.DomainMemoryHugepage{{Size: page, Unit: "KiB"}}
+	mb := &libvirtxml.DomainMemoryBacking{}
+	if hugepages {
+		mb.MemoryHugePages = &libvirtxml.DomainMemoryHugepages{}
+		if page := hugepageKiB(m.Hugepages.PageSize); page != 0 && c.opts.HugepageSize {
+			mb.MemoryHugePages.Hugepages = []libvirtxml.DomainMemoryHugepage{{Size: page, Unit: "KiB"}}
+		}
+	}
+	if c.facts.sharedMemory {
+		mb.MemoryAccess = &libvirtxml.DomainMemoryAccess{Mode: "shared"}
 	}
 	if c.facts.memfd {
 		mb.MemorySource = &libvirtxml.DomainMemorySource{Type: "memfd"}

@@ -9,9 +9,9 @@ import (
 // unsupported refuses the VMI fields that no area of the domain honours,
 // because what honours them in KubeVirt is missing on a plain libvirt host:
 // KubeVirt's node agent (virt-handler: probes, the guest agent's access
-// credentials, downward metrics), its cluster (dynamic resource
+// credentials), its cluster (dynamic resource
 // allocation, utility volumes, hot-plugged volumes), or something the
-// converter does not set up (virtiofsd, confidential computing, the host's
+// converter does not set up (confidential computing, the host's
 // NUMA topology, Ignition's -fw_cfg file, ACPI tables read from secret
 // volumes, changed block tracking, device metadata in a config drive).
 // Each refusal is in one of the two tables below, with its reason.
@@ -62,8 +62,6 @@ var refusals = []struct {
 	{func(vmi *v1.VirtualMachineInstance) bool {
 		return vmi.Spec.Domain.Firmware != nil && vmi.Spec.Domain.Firmware.ACPI != nil
 	}, firmwarePath.Child("acpi"), "ACPI SLIC/MSDM tables from secret volumes are not converted"},
-	{func(vmi *v1.VirtualMachineInstance) bool { return len(vmi.Spec.Domain.Devices.Filesystems) > 0 }, devicesPath.Child("filesystems"), "virtiofs filesystems need virtiofsd, which the converter does not set up"},
-	{func(vmi *v1.VirtualMachineInstance) bool { return vmi.Spec.Domain.Devices.DownwardMetrics != nil }, devicesPath.Child("downwardMetrics"), "downward metrics are served by KubeVirt's virt-handler, which is not available"},
 	{func(vmi *v1.VirtualMachineInstance) bool { return vmi.Annotations[v1.IgnitionAnnotation] != "" }, annotationsPath.Key(v1.IgnitionAnnotation),
 		"Ignition data reaches the guest through a file KubeVirt writes and passes with -fw_cfg (feature gate ExperimentalIgnitionSupport); the converter does not"},
 }

@@ -2,7 +2,6 @@ package convert
 
 import (
 	"fmt"
-	"strings"
 
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	v1 "kubevirt.io/api/core/v1"
@@ -87,7 +86,7 @@ func checkVolume(vmi *v1.VirtualMachineInstance, index int) (*v1.Volume, volumeK
 	}
 	v := &vmi.Spec.Volumes[index]
 	p := itemPath{volumesPath, index}
-	if v.Name == "" || v.Name == "." || v.Name == ".." || strings.IndexByte(v.Name, '/') >= 0 || strings.IndexByte(v.Name, 0) >= 0 {
+	if !usableFileName(v.Name) {
 		return nil, "", field.Invalid(p.Child("name"), v.Name, "must be usable as a file name")
 	}
 	var buf [2]volumeKind

@@ -47,6 +47,14 @@ const (
 	// DiskOrCreate is made, a sparse raw file of Size bytes, when it does
 	// not exist (its folder must).
 	HostDisk = Kind(convert.ArtifactHostDisk)
+	// ConfigFolder is a folder holding Files, the files of a configMap,
+	// secret, serviceAccount or downwardAPI volume that a filesystem shares
+	// (virtiofs): written whole, a new folder renamed into place, unless it
+	// holds exactly those files.
+	ConfigFolder = Kind(convert.ArtifactConfigFolder)
+	// SharedFolder is the folder of a claim a filesystem shares
+	// (HostLayout.Claims, type dir): it must exist.
+	SharedFolder Kind = "sharedFolder"
 	// ImageFolder is the folder of a kernel-boot image: it must exist.
 	ImageFolder Kind = "imageFolder"
 	// KernelFile is a kernel-boot file of an image: it must be a regular
@@ -77,6 +85,10 @@ const (
 	FolderMode      fs.FileMode = 0o711
 	FileMode        fs.FileMode = 0o600
 	StateDirMode    fs.FileMode = 0o711 // StateDir, when it is made
+	// ConfigFolderMode is a ConfigFolder's, and its sub-folders': only
+	// virtiofsd (root, whom libvirt starts) reads it; its files have
+	// FileMode.
+	ConfigFolderMode fs.FileMode = 0o700
 )
 
 // Artifact is one host file or folder a VMI's domain needs, and what
@@ -93,6 +105,9 @@ type Artifact struct {
 	// Content is the exact content written (Write). It may hold user data
 	// and secrets: never log it.
 	Content []byte
+	// Files are the exact files of a ConfigFolder (Write), by path inside
+	// it, sorted; like Content, never log them.
+	Files []File
 	// Size is the size of a disk made empty (EmptyDisk, HostDisk).
 	Size int64
 	// Format is the disk format at Path; BackingPath and BackingFormat are
@@ -124,6 +139,8 @@ func (a Artifact) String() string {
 		s += fmt.Sprintf(" %d bytes", a.Size)
 	case a.Content != nil:
 		s += fmt.Sprintf(" %d bytes", len(a.Content))
+	case a.Kind == ConfigFolder:
+		s += fmt.Sprintf(" %d files", len(a.Files))
 	}
 	if a.Volume != "" {
 		s += " (volume " + a.Volume + ")"
@@ -191,6 +208,11 @@ func (p *planner) volume(a convert.HostArtifact) error {
 	it := Artifact{Kind: Kind(a.Kind), Path: a.Path, Mode: FileMode, Format: a.Format, Volume: a.Volume, Index: a.Index}
 	switch a.Kind {
 	case convert.ArtifactNone:
+		if a.Shared {
+			it.Kind, it.Action, it.Mode, it.Format = SharedFolder, Check, 0, ""
+			it.Field, it.Value = claimField(vp, vol)
+			break
+		}
 		if vol.HostDisk == nil {
 			return nil // a claim's disk: the host's
 		}
@@ -233,10 +255,24 @@ func (p *planner) volume(a convert.HostArtifact) error {
 			return err
 		}
 		it.Action, it.Content = Write, content
+	case convert.ArtifactConfigFolder:
+		files, err := configFolder(p.vmi, a.Index, p.in.Sources)
+		if err != nil {
+			return err
+		}
+		it.Action, it.Files, it.Mode = Write, files, ConfigFolderMode
 	default:
 		return fmt.Errorf("hostplan: volume %s: artifact kind %q is not known", a.Volume, a.Kind)
 	}
 	return p.add(it)
+}
+
+// claimField is the field that names a volume's claim, and its value.
+func claimField(vp *field.Path, vol *v1.Volume) (*field.Path, string) {
+	if vol.DataVolume != nil {
+		return vp.Child("dataVolume", "name"), vol.DataVolume.Name
+	}
+	return vp.Child("persistentVolumeClaim", "claimName"), vol.PersistentVolumeClaim.ClaimName
 }
 
 // kernelFiles plans the checks of the kernel-boot container's files.

@@ -3,6 +3,7 @@ package hostplan
 import (
 	"fmt"
 	"maps"
+	"path"
 	"slices"
 	"strings"
 
@@ -34,6 +35,31 @@ func configISO(vmi *v1.VirtualMachineInstance, index int, sources map[Source][]F
 		return nil, fmt.Errorf("hostplan: volume %s: %w", vmi.Spec.Volumes[index].Name, err)
 	}
 	return img, nil
+}
+
+// configFolder returns the files of a configMap, secret, serviceAccount or
+// downwardAPI volume that a filesystem shares, sorted by path (the ISO's
+// files, without its label).
+func configFolder(vmi *v1.VirtualMachineInstance, index int, sources map[Source][]File) ([]File, error) {
+	files, _, _, err := configFiles(vmi, index, sources)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]File, len(files))
+	for i, f := range files {
+		if !inFolder(f.Path) {
+			return nil, fmt.Errorf("hostplan: volume %s: file %q is not a clean path inside its folder", vmi.Spec.Volumes[index].Name, f.Path)
+		}
+		out[i] = File{Path: f.Path, Data: f.Data}
+	}
+	return out, nil
+}
+
+// inFolder tells whether a file's path stays inside its folder: relative,
+// clean, not the folder itself, without a NUL.
+func inFolder(p string) bool {
+	return p != "" && path.Clean(p) == p && !path.IsAbs(p) && p != "." && p != ".." &&
+		!strings.HasPrefix(p, "../") && !strings.ContainsRune(p, 0)
 }
 
 // configSourceFolders names, for each kind of config source, where the

@@ -12,8 +12,8 @@ import (
 const MaxSocketPath = 107
 
 // socketPathErrors refuses the domain of the VMI called name whose UNIX
-// sockets (the serial console's, the VNC server's: under the VMI's state
-// folder, named after its namespace and name) have paths too long to
+// sockets (the serial console's, the VNC server's, the downward metrics
+// channel's: under the VMI's state folder, named after its namespace and name) have paths too long to
 // bind. libvirt defines such a domain and fails only when it starts it,
 // with an internal error.
 func socketPathErrors(d *libvirtxml.Domain, name string) field.ErrorList {
@@ -31,6 +31,11 @@ func socketPathErrors(d *libvirtxml.Domain, name string) field.ErrorList {
 	for _, s := range d.Devices.Serials {
 		if s.Source != nil && s.Source.UNIX != nil {
 			check("serial console", s.Source.UNIX.Path)
+		}
+	}
+	for _, c := range d.Devices.Channels {
+		if c.Source != nil && c.Source.UNIX != nil && c.Source.UNIX.Path != "" {
+			check("downward metrics", c.Source.UNIX.Path)
 		}
 	}
 	for _, g := range d.Devices.Graphics {

@@ -34,6 +34,14 @@
 // files live is Config.Layout (convert.HostLayout: one state folder per
 // VMI, images in an image store).
 //
+// While a domain with the downward metrics channel
+// (spec.domain.devices.downwardMetrics) runs, the launcher serves it as
+// KubeVirt's virt-handler does: it answers each request of the guest's
+// vm-dump-metrics with vhostmd's metrics document (the guest's CPU time,
+// vCPUs and memory, the host's CPU and memory figures). Virtiofs
+// filesystems need nothing of the launcher at run time: libvirt starts a
+// virtiofsd per filesystem on the folder the plan made or checked.
+//
 // # State that survives restarts
 //
 // Each domain a launcher defines carries, in its metadata, the VMI it runs

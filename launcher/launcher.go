@@ -77,6 +77,7 @@ type vmiState struct {
 	refreshPending  atomic.Bool   // a refresh is queued and not yet begun
 	hintTime        atomic.Int64  // time of the first libvirt event it answers
 	agentConnected  atomic.Bool   // the guest agent is connected
+	metricsServed   atomic.Bool   // a goroutine serves its downward metrics channel (downwardmetrics.go)
 	deadlineTimerMu sync.Mutex
 	deadlineTimer   *time.Timer // destroys the domain when a graceful shutdown's deadline passes
 

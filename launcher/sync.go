@@ -174,12 +174,14 @@ func (l *Launcher) apply(ctx context.Context, st *vmiState, plan *Plan, vmi *v1.
 		if vmi != nil {
 			st.markSteady(vmi, gen, events, deletes)
 		}
+		l.serveMetrics(st, plan.VMI)
 		return nil // running as planned
 	}
 	if err := l.startOrResume(ctx, st, plan.VMI, &m); err != nil {
 		l.refresh(ctx, st, time.Time{})
 		return err
 	}
+	l.serveMetrics(st, plan.VMI)
 	l.refresh(ctx, st, time.Time{})
 	return nil
 }

@@ -139,8 +139,18 @@ func check(ctx context.Context, qemu *hostplan.User, a hostplan.Artifact) (Outco
 			return Kept, nil
 		}
 		return "", nil
+	case hostplan.ConfigFolder:
+		if same, err := sameFolder(a.Path, a.Files); err != nil || same {
+			return Kept, err
+		}
+		return "", nil
 	case hostplan.HostDisk:
 		return checkHostDisk(a)
+	case hostplan.SharedFolder:
+		if st, err := os.Stat(a.Path); err != nil || !st.IsDir() {
+			return "", hostplan.NotReady(field.Invalid(a.Field, a.Value, "the claim's folder "+a.Path+" (HostLayout.Claims) is not a folder of this host"))
+		}
+		return Checked, nil
 	case hostplan.ImageFolder:
 		if st, err := os.Stat(a.Path); err != nil || !st.IsDir() {
 			return "", hostplan.NotReady(field.Invalid(a.Field, a.Value, "image not found in the image store (no folder "+a.Path+")"))
@@ -359,6 +369,8 @@ func (m *maker) make(a hostplan.Artifact) (Outcome, error) {
 		return m.sparseFile(a.Path, a.Size)
 	case hostplan.NoCloud, hostplan.ConfigDrive, hostplan.ConfigISO:
 		return m.writeFile(a.Path, a.Content)
+	case hostplan.ConfigFolder:
+		return m.writeFolder(a.Path, a.Mode, a.Files)
 	}
 	return "", fmt.Errorf("artifact %s: kind %q is not known", a.Path, a.Kind)
 }

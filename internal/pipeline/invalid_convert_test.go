@@ -26,6 +26,9 @@ import (
 // one side); a case listed here that the converter refuses must leave the
 // list.
 var acceptedByConvert = map[string][]string{
+	"a containerPath volume is a folder of KubeVirt's pod that its virtiofsd shares: the KubeVirt layout names only the socket, after the filesystem, and where the path may lie is api's rule": {
+		"volumes-containerpath-reserved",
+	},
 	"access credentials reach the guest in the cloud-init volume the launcher writes, not in the domain: their secrets, methods and volumes are api's rules": {
 		"access-empty", "access-password-no-agent", "access-ssh-configdrive-no-volume",
 		"access-ssh-no-propagation", "access-ssh-no-secret", "access-ssh-nocloud-no-volume",

@@ -25,6 +25,15 @@ const BigFile = 64 << 10
 // sh, prompt "/ # ", that runs what is typed there.
 const ShellMarker = "testguest: a shell on the console"
 
+// VirtiofsArg is the kernel argument that asks the guest to mount virtiofs
+// file systems by their tags (the names of the VMI's filesystems) and
+// report their files: testguest.virtiofs=TAG[,TAG...].
+const VirtiofsArg = "testguest.virtiofs"
+
+// MetricsArg is the kernel argument that asks the guest to read the
+// downward metrics channel (virtio port org.github.vhostmd.1) once.
+const MetricsArg = "testguest.metrics"
+
 // KernelArgs are the kernel arguments a VMI booting the test guest gives
 // (spec.domain.firmware.kernelBoot.kernelArgs), with one of the actions.
 const KernelArgs = "console=ttyS0 quiet"
@@ -39,8 +48,13 @@ const KernelArgs = "console=ttyS0 quiet"
 // reader of the first format ignores: "firmware efi|bios",
 // "secureboot enabled|disabled|unknown" (EFI only, as the kernel saw it),
 // "lockdown MODE", "cmdline ...", one "diskbus NAME bus=B type=disk|cdrom"
-// per disk, one "nicdriver NAME driver=D" per NIC, and
-// "device KIND DETAIL..." lines for the other devices the kernel bound.
+// per disk, one "nicdriver NAME driver=D" per NIC,
+// "device KIND DETAIL..." lines for the other devices the kernel bound,
+// and for each virtiofs tag of the kernel argument VirtiofsArg
+// "share TAG" followed by its files as an ISO's (or "share TAG failed"
+// when it does not mount); with the kernel argument MetricsArg, for the
+// downward metrics port, "metrics PORT", the document it answers to one
+// request as "b64 ..." lines, and "endmetrics".
 // Then it acts on its action; while it waits, a shell runs on the console
 // (see ShellMarker).
 const initScript = `#!/bin/busybox sh
@@ -196,17 +210,43 @@ report() {
 		mount -t iso9660 -o ro "/dev/$name" "/mnt/$name" 2>/dev/null || continue
 		label="$(dd if="/dev/$name" bs=1 skip=32808 count=32 2>/dev/null | sed 's/ *$//')"
 		echo "iso $name label=$label"
-		(cd "/mnt/$name" && find . -type f) | sort | while read -r f; do
-			size=$(stat -c %s "/mnt/$name/$f")
-			if [ "$size" -gt 65536 ]; then # BigFile
-				echo "bigfile $size ${f#./}"
-				continue
-			fi
-			echo "file ${f#./}"
-			base64 "/mnt/$name/$f" | sed 's/^/b64 /'
-			echo "endfile"
-		done
+		files "/mnt/$name"
 		umount "/mnt/$name"
+	done
+	for tag in $(sed -n 's/.*testguest\.virtiofs=\([^ ]*\).*/\1/p' /proc/cmdline | tr ',' ' '); do
+		mkdir -p "/mnt/virtiofs-$tag"
+		if mount -t virtiofs "$tag" "/mnt/virtiofs-$tag" 2>/dev/null; then
+			echo "share $tag"
+			files "/mnt/virtiofs-$tag"
+			umount "/mnt/virtiofs-$tag"
+		else
+			echo "share $tag failed"
+		fi
+	done
+	# The downward metrics channel, when asked: one request, its answer
+	# up to the blank line that ends it.
+	if grep -q 'testguest\.metrics' /proc/cmdline; then
+		for p in /sys/class/virtio-ports/*; do
+			[ "$(cat "$p/name" 2>/dev/null)" = org.github.vhostmd.1 ] || continue
+			echo "metrics ${p##*/}"
+			timeout 20 sh -c 'exec 3<>"$1"; printf "GET /metrics/XML\n\n" >&3; while IFS= read -r line <&3; do [ -z "$line" ] && break; echo "$line"; done' sh "/dev/${p##*/}" | base64 | sed 's/^/b64 /'
+			echo "endmetrics"
+		done
+	fi
+}
+
+# files prints the files under a folder: "file PATH", its contents as
+# "b64 ..." lines and "endfile", or "bigfile SIZE PATH".
+files() {
+	(cd "$1" && find . -type f) | sort | while read -r f; do
+		size=$(stat -c %s "$1/$f")
+		if [ "$size" -gt 65536 ]; then # BigFile
+			echo "bigfile $size ${f#./}"
+			continue
+		fi
+		echo "file ${f#./}"
+		base64 "$1/$f" | sed 's/^/b64 /'
+		echo "endfile"
 	done
 }
 

@@ -12,23 +12,24 @@ import (
 
 // Modules are the kernel modules the guest loads, with what they need
 // before them: virtio PCI, block, network and SCSI (for CD-ROMs on the
-// scsi bus), ISO9660, and the ACPI power button with evdev for acpid.
+// scsi bus), ISO9660, virtiofs, virtio serial ports (the downward metrics
+// channel), and the ACPI power button with evdev for acpid.
 // Debian's cloud kernel, which the kernel-boot guest runs, has no AHCI,
 // e1000e or USB storage driver: SATA disks stay invisible to it, and VMIs
 // that need them boot a bootable image (BootImages).
 var Modules = []string{
 	"virtio_pci", "virtio_blk", "virtio_net", "virtio_scsi",
-	"sd_mod", "sr_mod", "isofs", "button", "evdev",
+	"sd_mod", "sr_mod", "isofs", "virtiofs", "virtio_console", "button", "evdev",
 }
 
 // BootModules are loaded after Modules by the guest of the bootable
 // images, whose kernel is Debian's generic one: SATA (AHCI, probed while
 // it loads), USB storage on xHCI, the e1000e NIC, and the drivers of the
-// other device areas of a VMI (virtio RNG, balloon and serial, the
+// other device areas of a VMI (virtio RNG and balloon, the
 // i6300ESB watchdog, HD audio, USB HID for the tablet).
 var BootModules = []string{
 	"ahci", "xhci_pci", "usb_storage", "e1000e",
-	"virtio_rng", "virtio_balloon", "virtio_console", "i6300esb",
+	"virtio_rng", "virtio_balloon", "i6300esb",
 	"snd_hda_intel", "snd_hda_codec_generic", "usbhid", "hid_generic",
 }
 

@@ -14,6 +14,12 @@ type Report struct {
 	Disks       []Disk
 	NICs        []NIC
 	ISOs        []ISO
+	// Metrics is the downward metrics document the guest read from its
+	// channel (MetricsArg), without the blank line that ends it.
+	Metrics string
+	// Shares are the virtiofs file systems the guest was asked to mount
+	// (VirtiofsArg), in that order.
+	Shares []Share
 	// Firmware is "efi" or "bios".
 	Firmware string
 	// SecureBoot is "enabled", "disabled" or "unknown" as the kernel saw
@@ -61,6 +67,25 @@ type ISO struct {
 	// BigFiles are the files over BigFile bytes, path → size, whose
 	// contents the report leaves out.
 	BigFiles map[string]int64
+}
+
+// Share is a virtiofs file system the guest mounted by its tag, with its
+// files (as an ISO's); Failed when it did not mount.
+type Share struct {
+	Tag      string
+	Failed   bool
+	Files    map[string][]byte
+	BigFiles map[string]int64
+}
+
+// Share returns the virtiofs share of tag, or nil.
+func (r *Report) Share(tag string) *Share {
+	for i := range r.Shares {
+		if r.Shares[i].Tag == tag {
+			return &r.Shares[i]
+		}
+	}
+	return nil
 }
 
 // ISO returns the first ISO labelled label, or nil.
@@ -154,14 +179,29 @@ func ParseConsole(text string) (Report, error) {
 		}
 	}
 	var r Report
-	var iso *ISO
+	// files and big are the files of the last iso or share line.
+	var files map[string][]byte
+	var big map[string]int64
 	var file string
 	var b64 strings.Builder
-	inFile := false
+	inFile, inMetrics := false, false
 	for n, line := range strings.Split(body[:end], "\n") {
 		key, rest, _ := strings.Cut(line, " ")
 		bad := func(err error) error {
 			return fmt.Errorf("testguest: report line %d %q: %v", n+1, line, err)
+		}
+		if inMetrics {
+			switch key {
+			case "b64":
+				b64.WriteString(strings.TrimSpace(rest))
+			case "endmetrics":
+				data, err := base64.StdEncoding.DecodeString(b64.String())
+				if err != nil {
+					return Report{}, bad(err)
+				}
+				r.Metrics, inMetrics = string(data), false
+			}
+			continue
 		}
 		if inFile {
 			switch key {
@@ -172,7 +212,7 @@ func ParseConsole(text string) (Report, error) {
 				if err != nil {
 					return Report{}, bad(err)
 				}
-				iso.Files[file] = data
+				files[file] = data
 				inFile = false
 			}
 			continue
@@ -204,18 +244,25 @@ func ParseConsole(text string) (Report, error) {
 			var name string
 			name, fields, err = nameAndFields(rest, "label")
 			if err == nil {
-				r.ISOs = append(r.ISOs, ISO{Device: name, Label: fields["label"], Files: map[string][]byte{}, BigFiles: map[string]int64{}})
-				iso = &r.ISOs[len(r.ISOs)-1]
+				files, big = map[string][]byte{}, map[string]int64{}
+				r.ISOs = append(r.ISOs, ISO{Device: name, Label: fields["label"], Files: files, BigFiles: big})
 			}
+		case "metrics":
+			inMetrics = true
+			b64.Reset()
+		case "share":
+			tag, failed, _ := strings.Cut(rest, " ")
+			files, big = map[string][]byte{}, map[string]int64{}
+			r.Shares = append(r.Shares, Share{Tag: tag, Failed: failed == "failed", Files: files, BigFiles: big})
 		case "bigfile":
 			size, path, _ := strings.Cut(rest, " ")
 			switch {
-			case iso == nil:
-				err = fmt.Errorf("bigfile before any iso line")
+			case big == nil:
+				err = fmt.Errorf("bigfile before any iso or share line")
 			case path == "":
 				err = fmt.Errorf("no path")
 			default:
-				iso.BigFiles[path], err = strconv.ParseInt(size, 10, 64)
+				big[path], err = strconv.ParseInt(size, 10, 64)
 			}
 		case "firmware":
 			r.Firmware = rest
@@ -247,8 +294,8 @@ func ParseConsole(text string) (Report, error) {
 			kind, detail, _ := strings.Cut(rest, " ")
 			r.Devices = append(r.Devices, Device{Kind: kind, Detail: detail})
 		case "file":
-			if iso == nil {
-				err = fmt.Errorf("file before any iso line")
+			if files == nil {
+				err = fmt.Errorf("file before any iso or share line")
 			} else {
 				file, inFile = rest, true
 				b64.Reset()

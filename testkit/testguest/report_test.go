@@ -184,3 +184,36 @@ func TestInitScriptBigFile(t *testing.T) {
 		t.Errorf("the init script lacks %q", want)
 	}
 }
+
+// TestParseConsoleShares: "share TAG" lines carry the files of a virtiofs
+// mount as "iso" lines do; "share TAG failed" one that did not mount.
+func TestParseConsoleShares(t *testing.T) {
+	r, err := ParseConsole(BeginMarker + "\n" +
+		"iso sr0 label=cidata\nfile user-data\nb64 eA==\nendfile\n" +
+		"share data\nfile hello.txt\nb64 aGVsbG8K\nendfile\nbigfile 70000 big.img\n" +
+		"share gone failed\n" + EndMarker + "\n")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(r.Shares) != 2 || len(r.ISOs) != 1 || len(r.ISOs[0].Files) != 1 {
+		t.Fatalf("shares %+v, isos %+v", r.Shares, r.ISOs)
+	}
+	if s := r.Share("data"); s == nil || s.Failed || string(s.Files["hello.txt"]) != "hello\n" || s.BigFiles["big.img"] != 70000 {
+		t.Errorf("share data: %+v", s)
+	}
+	if s := r.Share("gone"); s == nil || !s.Failed || len(s.Files) != 0 {
+		t.Errorf("share gone: %+v", s)
+	}
+}
+
+// TestParseConsoleMetrics: the metrics document between "metrics PORT"
+// and "endmetrics", base64 encoded.
+func TestParseConsoleMetrics(t *testing.T) {
+	r, err := ParseConsole(BeginMarker + "\nmetrics vport1p2\nb64 PG1ldHJpY3M+Cjwv\nb64 bWV0cmljcz4K\nendmetrics\ncpus 1\n" + EndMarker + "\n")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.Metrics != "<metrics>\n</metrics>\n" || r.CPUs != 1 {
+		t.Errorf("metrics %q, cpus %d", r.Metrics, r.CPUs)
+	}
+}

@@ -59,6 +59,7 @@ var covered = []string{
 	"spec.volumes[*].configMap.name", "spec.volumes[*].configMap.volumeLabel", "spec.volumes[*].secret.secretName",
 	"spec.volumes[*].downwardAPI.fields[*].path", "spec.volumes[*].serviceAccount.serviceAccountName",
 	"spec.volumes[*].sysprep", "spec.volumes[*].downwardMetrics",
+	"spec.domain.devices.filesystems[*].virtiofs", "spec.domain.devices.downwardMetrics",
 	"spec.domain.devices.interfaces[*].masquerade", "spec.domain.devices.interfaces[*].bridge", "spec.domain.devices.interfaces[*].sriov",
 	"spec.domain.devices.interfaces[*].model", "spec.domain.devices.interfaces[*].macAddress", "spec.domain.devices.interfaces[*].pciAddress",
 	"spec.domain.devices.interfaces[*].bootOrder", "spec.domain.devices.interfaces[*].acpiIndex",
@@ -77,8 +78,8 @@ var covered = []string{
 	"spec.terminationGracePeriodSeconds", "spec.evictionStrategy", "spec.startStrategy", "spec.nodeSelector",
 	"spec.tolerations", "spec.priorityClassName", "spec.hostname", "spec.subdomain",
 	// The KubeVirt profile's.
-	"spec.domain.devices.filesystems[*].virtiofs", "spec.domain.cpu.numa.guestMappingPassthrough", "spec.domain.cpu.realtime",
-	"spec.domain.devices.downwardMetrics", "spec.domain.devices.disks[*].blockSize.custom.discardGranularity",
+	"spec.domain.cpu.numa.guestMappingPassthrough", "spec.domain.cpu.realtime",
+	"spec.domain.devices.disks[*].blockSize.custom.discardGranularity",
 	"spec.domain.features.hyperv.tlbflush.direct", "spec.domain.features.hyperv.tlbflush.extended",
 	"spec.domain.ioThreadsPolicy=supplementalPool", "spec.domain.ioThreads.supplementalPoolThreadCount",
 	"spec.domain.devices.disks[*].lun.bus=sata",

@@ -94,7 +94,6 @@ func (g *gen) devices() {
 	}
 	if g.metricsDevice {
 		devs.DownwardMetrics = &v1.DownwardMetrics{}
-		g.beyond(devicesPath.Child("downwardMetrics"))
 	}
 	if g.host && !g.kv {
 		g.hostDeviceList()

@@ -23,11 +23,13 @@
 // addresses, trays, read-only), every volume source (containerDisk, PVC,
 // DataVolume, ephemeral, emptyDisk, hostDisk, cloud-init NoCloud and
 // ConfigDrive, configMap, secret, downwardAPI, serviceAccount, sysprep,
-// downwardMetrics), interfaces and networks (pod with masquerade or
+// downwardMetrics), virtiofs filesystems on the sources KubeVirt shares
+// (PVC, DataVolume, configMap, secret, downwardAPI, serviceAccount; in the
+// host layout their claims are folders), interfaces and networks (pod with masquerade or
 // bridge, multus default and secondary networks, SR-IOV, models, MACs, PCI
 // addresses, boot orders, ACPI indexes, link states, ports, DHCP options),
 // the other devices (tablets, watchdog, RNG, TPM, sound, video, panic
-// devices, USB redirection, the autoattach switches, virtio options, GPUs
+// devices, USB redirection, the downward metrics channel, the autoattach switches, virtio options, GPUs
 // and host devices), IO-thread policies, the annotations the converter
 // reads, and the scheduling and lifecycle fields it accepts.
 //

@@ -67,9 +67,9 @@ var containerImages = []string{
 // storage draws the disks and their volumes: the sources, in the order of
 // the disks, then for each a disk, CD-ROM or LUN on a bus its kind allows,
 // with its options; at times a volume without a disk (Default adds one)
-// and, in the KubeVirt profile, a virtiofs filesystem.
+// and one or two virtiofs filesystems.
 func (g *gen) storage() {
-	g.metricsDevice = g.kv && g.p(0.06)
+	g.metricsDevice = g.p(0.06)
 	count := pickW(g, weighted[int]{2, 0}, weighted[int]{4, 1}, weighted[int]{4, 2}, weighted[int]{2, 3}, weighted[int]{1, 4}, weighted[int]{1, 6})
 	if count == 0 && g.kv && g.dedicated && g.spec.Domain.IOThreadsPolicy != nil {
 		// KubeVirt's converter fails on an IO-thread policy with dedicated
@@ -98,8 +98,11 @@ func (g *gen) storage() {
 	for _, k := range kinds {
 		g.volume(k)
 	}
-	if g.kv && g.p(0.12) {
+	if g.p(0.12) {
 		g.filesystem()
+		if g.p(0.25) {
+			g.filesystem()
+		}
 	}
 }
 
@@ -417,11 +420,11 @@ func (g *gen) filesystem() {
 	switch k {
 	case volPVC:
 		claim := g.name("claim-" + name)
-		g.mapClaim(claim, false)
+		g.mapClaimFolder(claim)
 		vol.PersistentVolumeClaim = &v1.PersistentVolumeClaimVolumeSource{PersistentVolumeClaimVolumeSource: k8sv1.PersistentVolumeClaimVolumeSource{ClaimName: claim}}
 	case volDataVolume:
 		claim := g.name("claim-" + name)
-		g.mapClaim(claim, false)
+		g.mapClaimFolder(claim)
 		vol.DataVolume = &v1.DataVolumeSource{Name: claim}
 	case volConfigMap:
 		vol.ConfigMap = &v1.ConfigMapVolumeSource{LocalObjectReference: k8sv1.LocalObjectReference{Name: "cm-" + name}}
@@ -435,5 +438,12 @@ func (g *gen) filesystem() {
 	g.spec.Volumes = append(g.spec.Volumes, vol)
 	devs := &g.spec.Domain.Devices
 	devs.Filesystems = append(devs.Filesystems, v1.Filesystem{Name: name, Virtiofs: &v1.FilesystemVirtiofs{}})
-	g.beyond(devicesPath.Child("filesystems"))
+}
+
+// mapClaimFolder maps, in the host layout, a claim a filesystem shares to
+// a folder under ClaimDir (type dir).
+func (g *gen) mapClaimFolder(claim string) {
+	if g.host {
+		g.claims[claim] = convert.DiskSource{Type: "dir", Path: path.Join(ClaimDir, claim)}
+	}
 }

@@ -19,8 +19,8 @@ const (
 	// KubeVirt draws, beside the Supported vocabulary, what KubeVirt
 	// admits (with the feature gates HostDisk, DownwardMetrics and
 	// EnableVirtioFsStorageVolumes on, as kvdiff runs it) and converts but
-	// the project refuses today: virtiofs filesystems, NUMA guest mapping
-	// passthrough and realtime, downward metrics, discardGranularity,
+	// the project refuses today: NUMA guest mapping
+	// passthrough and realtime, discardGranularity,
 	// Hyper-V tlbflush direct and extended, the supplementalPool IO-thread
 	// policy, a serial on a CD-ROM or LUN, a LUN on a volume that is a
 	// file or on the SATA bus (where Default puts a LUN without a bus),
