@@ -57,6 +57,7 @@ var ruleFamilies = []ruleFamily{
 	{"features", validateFeatures},
 	{"clock", validateClock},
 	{"devices", validateDevices},
+	{"aliases", validateAliases},
 	{"lifecycle", validateLifecycle},
 	{"strings", validateStrings},
 }

@@ -40,8 +40,10 @@ var (
 // PVC or DataVolume volumes, downwardMetrics only on a virtio disk. This
 // library's own checks are what KubeVirt's converter refuses, drops or
 // leaves to libvirt to refuse: known tray states, LUNs on the scsi or
-// virtio bus, serials on disks only, shareable disks only (with cache
-// none), and a read-only disk for a read-only claim.
+// virtio bus, shareable disks only (with cache none), io native only with
+// cache none or none set (libvirt refuses the others), and a read-only disk
+// for a read-only claim. (A serial on a LUN or CD-ROM is accepted:
+// KubeVirt's converter leaves it out, and so does this library's.)
 func validateDisks(vmi *v1.VirtualMachineInstance) field.ErrorList {
 	var errs field.ErrorList
 	disks := vmi.Spec.Domain.Devices.Disks
@@ -90,14 +92,14 @@ func validateDisks(vmi *v1.VirtualMachineInstance) field.ErrorList {
 				errs = append(errs, field.TooLong(p.Child("serial"), "", maxSerialLen))
 			}
 		}
-		if d.Serial != "" && kind != vocab.DiskKindDisk && kind != "" {
-			errs = append(errs, field.Invalid(p.Child("serial"), d.Serial, "KubeVirt gives a serial to disks only, not to LUNs or CD-ROMs"))
-		}
 		if d.Cache != "" && !vocab.CacheModes.Has(string(d.Cache)) {
 			errs = append(errs, field.NotSupported(p.Child("cache"), d.Cache, vocab.CacheModes))
 		}
 		if d.IO != "" && !vocab.IOModes.Has(string(d.IO)) {
 			errs = append(errs, field.NotSupported(p.Child("io"), d.IO, vocab.IOModes))
+		}
+		if d.IO == v1.IONative && d.Cache != "" && d.Cache != v1.CacheNone {
+			errs = append(errs, field.Invalid(p.Child("cache"), d.Cache, "io native needs cache none: libvirt refuses io='native' with the host's page cache"))
 		}
 		if d.ErrorPolicy != nil && !vocab.ErrorPolicies.Has(string(*d.ErrorPolicy)) {
 			errs = append(errs, field.NotSupported(p.Child("errorPolicy"), *d.ErrorPolicy, vocab.ErrorPolicies))

@@ -16,18 +16,16 @@ const maxVendorIDLength = 12
 // Default enables those left unset), enlightened VMCS has the vmx CPU
 // feature required, and hyperv and hypervPassthrough are exclusive; and
 // this library's own, what libvirt needs of them (KubeVirt passes them on,
-// and libvirt refuses the domain): an APIC end-of-interrupt only with the
-// APIC on, a Hyper-V vendor id that is on has a value of at most 12
-// characters and no comma.
+// and libvirt refuses the domain): a Hyper-V vendor id that is on has a
+// value of at most 12 characters and no comma. (apic.endOfInterrupt is
+// accepted with the APIC off too: KubeVirt's converter ignores it, and so
+// does this library's.)
 func validateFeatures(vmi *v1.VirtualMachineInstance) field.ErrorList {
 	f := vmi.Spec.Domain.Features
 	if f == nil {
 		return nil
 	}
 	var errs field.ErrorList
-	if a := f.APIC; a != nil && a.EndOfInterrupt && a.Enabled != nil && !*a.Enabled {
-		errs = append(errs, field.Forbidden(featuresPath.Child("apic", "endOfInterrupt"), "needs the APIC enabled"))
-	}
 	h := f.Hyperv
 	if h == nil {
 		return errs

@@ -15,8 +15,10 @@ import (
 // launch security (SEV, SNP, TDX) is one kind, with EFI, without secure boot
 // for SEV/SNP, without persistent EFI variables for SNP/TDX, without SMM
 // for TDX, SEV attestation only when starting paused and no bootable NIC —
-// and this library's own: firmware.uuid must be a UUID, and EFI needs ACPI
-// (libvirt refuses UEFI without it on x86).
+// and this library's own: firmware.uuid must be a UUID, EFI needs ACPI
+// (libvirt refuses UEFI without it on x86), and BIOS output on the serial
+// port needs the serial console (libvirt refuses it without a serial
+// port; KubeVirt's converter writes it).
 func validateFirmware(vmi *v1.VirtualMachineInstance) field.ErrorList {
 	var errs field.ErrorList
 	d := &vmi.Spec.Domain
@@ -31,6 +33,10 @@ func validateFirmware(vmi *v1.VirtualMachineInstance) field.ErrorList {
 		if bl := fw.Bootloader; bl != nil {
 			if bl.EFI != nil && bl.BIOS != nil {
 				errs = append(errs, field.Invalid(firmwarePath.Child("bootloader"), "efi and bios", "EFI and BIOS are mutually exclusive"))
+			}
+			if bl.BIOS != nil && isTrue(bl.BIOS.UseSerial) && isFalse(d.Devices.AutoattachSerialConsole) {
+				errs = append(errs, field.Invalid(firmwarePath.Child("bootloader", "bios", "useSerial"), true,
+					"BIOS output on the serial port needs one, which "+devicesPath.Child("autoattachSerialConsole").String()+": false leaves out (libvirt refuses it)"))
 			}
 			if bl.EFI != nil && (bl.EFI.SecureBoot == nil || *bl.EFI.SecureBoot) && !enabled(featuresSMM(d)) && !tdx {
 				why := "secure boot needs SMM, which " + featuresPath.Child("smm").String() + " disables"

@@ -157,7 +157,9 @@ func vcpus(sockets, cores, threads uint32) uint64 {
 // threads), isolateEmulatorThread, NUMA passthrough and realtime only with
 // dedicated CPUs, NUMA passthrough only with hugepages — and, as this
 // library's own limits, at most 512 vCPUs (also counting maxSockets and
-// whole CPUs asked for in resources) and named CPU features.
+// whole CPUs asked for in resources) and CPU features named, once each
+// (libvirt refuses a feature named twice; KubeVirt's admission lets it
+// through).
 func validateCPU(vmi *v1.VirtualMachineInstance) field.ErrorList {
 	var errs field.ErrorList
 	d := &vmi.Spec.Domain
@@ -206,6 +208,13 @@ func validateCPU(vmi *v1.VirtualMachineInstance) field.ErrorList {
 		fp := cpuPath.Child("features").Index(i)
 		if f.Name == "" {
 			errs = append(errs, field.Required(fp.Child("name"), "a CPU feature needs a name"))
+		}
+		for j := range i {
+			if f.Name != "" && c.Features[j].Name == f.Name {
+				errs = append(errs, field.Duplicate(fp.Child("name"), fmt.Sprintf("%s (also %s): libvirt refuses a CPU feature named twice",
+					f.Name, cpuPath.Child("features").Index(j).Child("name"))))
+				break
+			}
 		}
 		if f.Policy != "" && !vocab.CPUFeaturePolicies.Has(f.Policy) {
 			errs = append(errs, field.NotSupported(fp.Child("policy"), f.Policy, vocab.CPUFeaturePolicies))

@@ -8,7 +8,8 @@ import (
 )
 
 // clock writes <clock> from spec.domain.clock: the offset (utc, reset at
-// boot unless utc.offsetSeconds says otherwise, or a timezone) and the
+// boot unless utc.offsetSeconds says otherwise, a timezone, or utc without
+// adjustment when the VMI names none) and the
 // timers rtc, pit, kvmclock, hpet and hypervclock, in KubeVirt's order,
 // each present unless disabled. A VMI whose guest needs a fixed TSC
 // frequency (an invtsc CPU feature, or Hyper-V re-enlightenment) gets a tsc
@@ -36,6 +37,11 @@ func (c *converter) clock(d *libvirtxml.Domain) error {
 		if t := src.Timer; t != nil {
 			clk.Timer = timers(parts.timers[:0], t)
 		}
+	}
+	if clk.Offset == "" {
+		// KubeVirt writes no offset then; libvirt reads that as utc (with
+		// no adjustment), and its schema wants the offset written.
+		clk.Offset = "utc"
 	}
 	if tsc {
 		if clk.Timer == nil {

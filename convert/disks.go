@@ -137,8 +137,12 @@ func (c *converter) disk(b *diskBuilder, i int) (libvirtxml.DomainDisk, error) {
 	out := libvirtxml.DomainDisk{
 		Device: dev.device,
 		Target: &parts.target,
-		Serial: spec.Serial,
 		Alias:  &parts.alias,
+	}
+	// KubeVirt gives a serial to disks only; a LUN's or CD-ROM's is left
+	// out (see "What Convert leaves out").
+	if dev.device == vocab.DiskKindDisk {
+		out.Serial = spec.Serial
 	}
 	// SCSI disks and LUNs sit at the unit their name gives on controller 0,
 	// as KubeVirt places them; a SCSI CD-ROM gets no address and libvirt
@@ -160,6 +164,12 @@ func (c *converter) disk(b *diskBuilder, i int) (libvirtxml.DomainDisk, error) {
 		out.ReadOnly = &parts.readOnly
 	}
 	cache := string(spec.Cache)
+	if spec.IO == v1.IONative && cache == "" {
+		// libvirt refuses io='native' without cache none; KubeVirt's
+		// virt-launcher sets none where the cache is not set and the file
+		// system has direct I/O, as the hosts it runs on have.
+		cache = string(v1.CacheNone)
+	}
 	if switchedOn(spec.Shareable) {
 		if cache == "" {
 			cache = string(v1.CacheNone)
@@ -189,6 +199,13 @@ func (c *converter) disk(b *diskBuilder, i int) (libvirtxml.DomainDisk, error) {
 
 	if err := c.diskSource(&out, parts, spec, dev, p); err != nil {
 		return out, err
+	}
+	if out.Shareable != nil && out.Driver.Type == "qcow2" {
+		// KubeVirt writes it; libvirt refuses shared access to a qcow2
+		// image (the layout makes containerDisk and ephemeral overlays
+		// and empty disks qcow2 files).
+		return out, field.Invalid(p.Child("shareable"), true,
+			fmt.Sprintf("libvirt refuses to share a qcow2 image; %s is one on this host", volumeOfDisk(c, spec.Name)))
 	}
 
 	out.Driver.ErrorPolicy = string(v1.DiskErrorPolicyStop)
@@ -307,4 +324,11 @@ func (c *converter) diskSource(out *libvirtxml.DomainDisk, parts *diskParts, spe
 		}
 	}
 	return nil
+}
+
+// volumeOfDisk is the path of the volume of the disk named name, for a
+// refusal (the disk has one: the disk converted).
+func volumeOfDisk(c *converter, name string) *field.Path {
+	index, _ := c.volumeIndex(name)
+	return volumePath(index)
 }

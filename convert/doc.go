@@ -61,7 +61,13 @@
 //	                                                 libvirt 9.0 has no discard_granularity
 //	spec.domain.devices.disks[*].blockSize.matchVolume
 //	                                                 the volume's block size is the host's
-//	spec.domain.devices.disks[*].lun                 the layout places the volume on a file, not a block device
+//	spec.domain.devices.disks[*].lun                 the layout places the volume on a file, not a block device:
+//	                                                 libvirt refuses device='lun' on a file (KubeVirt writes it)
+//	spec.domain.devices.disks[*].shareable           the layout makes the volume a qcow2 image (containerDisk and
+//	                                                 ephemeral overlays, empty disks): libvirt refuses to share
+//	                                                 one (KubeVirt writes it)
+//	spec.domain.devices.panicDevices[*].model        pvpanic: libvirt 9.0 has no such model, 9.1 added it
+//	                                                 (KubeVirt writes it)
 //	spec.domain.features.hyperv.tlbflush.direct,     libvirt 9.0 has no direct or extended TLB flush
 //	  spec.domain.features.hyperv.tlbflush.extended
 //	spec.domain.devices.hostDevices[*],              Options.HostDevices: no entry for the device, or one of
@@ -69,7 +75,9 @@
 //	  spec.domain.devices.interfaces[*].sriov        libvirtxml writes in an order libvirt refuses)
 //	spec.domain.devices.gpus[*].virtualGPUOptions.display.enabled
 //	                                                 Options.HostDevices makes it a PCI GPU: libvirt 9.0 has no
-//	                                                 display there
+//	                                                 display there; or a vGPU's, with autoattachGraphicsDevice
+//	                                                 false: libvirt needs a graphics device for it (KubeVirt
+//	                                                 writes it; its default display is left off then)
 //	spec.domain.devices.clientPassthrough            the layout names no socket folder
 //	spec.domain.devices.downwardMetrics              the layout names no socket for its channel
 //	spec.domain.devices.filesystems[*].name          the layout names virtiofsd's socket or folder after it: not
@@ -105,6 +113,43 @@
 //	spec.volumes[*].persistentVolumeClaim.claimName, HostLayout.Claims does not map the claim, or maps a disk's
 //	  spec.volumes[*].dataVolume.name,               to a folder, or a filesystem's to a disk
 //	  spec.volumes[*].ephemeral.persistentVolumeClaim.claimName
+//
+// api.Validate refuses these too, which KubeVirt's admission admits and
+// libvirt or QEMU then refuses in the domain KubeVirt's converter writes
+// (each in the invalid catalogue):
+//
+//	field                                            why
+//	spec.domain.devices.disks[*].lun.bus             sata (where api.Default puts a LUN without a bus) or usb:
+//	                                                 libvirt has LUNs on scsi and virtio only
+//	spec.domain.devices.disks[*].cache               io native with writethrough or writeback: libvirt refuses
+//	                                                 io='native' without cache none or directsync
+//	spec.domain.firmware.kernelBoot.kernelArgs       without a kernelPath: QEMU refuses -append without -kernel
+//	spec.domain.firmware.bootloader.bios.useSerial   with autoattachSerialConsole false: libvirt needs a serial
+//	                                                 port for BIOS output
+//	spec.domain.cpu.features[*].name                 a feature named twice: libvirt refuses it
+//	spec.domain.devices.{disks,interfaces,inputs}[*].name, .watchdog.name, .sound.name
+//	                                                 two devices of the same name: both would be ua-<name>, and
+//	                                                 libvirt refuses an alias used twice
+//
+// # What Convert leaves out, and where its domain differs from KubeVirt's
+//
+// Two fields KubeVirt's converter ignores are ignored here too, so that
+// the guest sees what KubeVirt's guest sees: spec.domain.features.apic.
+// endOfInterrupt (a bare <apic/>; QEMU gives KVM guests paravirtual EOI
+// by default) and the serial of a LUN or CD-ROM (KubeVirt gives serials to
+// disks only).
+//
+// The domain differs from KubeVirt's, for the same guest, where KubeVirt's
+// form fails libvirt's schema or define: a CPU feature without a policy
+// gets policy="require" and a <clock> without an offset gets offset="utc"
+// (libvirt reads the missing attribute so, and its schema requires it); a
+// disk with io native and no cache gets cache="none" (KubeVirt's
+// virt-launcher sets it on a file system with direct I/O, its converter
+// does not); a USB CD-ROM gets a qemu-xhci controller (KubeVirt
+// writes model none, which libvirt refuses beside a USB device); devices
+// placed on the root complex skip the slots of devices with a PCI address
+// of their own (KubeVirt's placement gives a slot twice, which libvirt
+// refuses).
 //
 // # Cost
 //

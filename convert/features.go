@@ -16,9 +16,12 @@ const defaultSpinlockRetries = 4096
 // spec.domain.features (the admission defaults always give it one); and
 // the kvm hint-dedicated flag for dedicated CPUs.
 //
-// Unlike KubeVirt, apic.endOfInterrupt is honoured (eoi="on"); KubeVirt
-// leaves it out. (api.Validate holds it to the APIC being on, and a
-// Hyper-V vendor id to what libvirt takes.)
+// apic.endOfInterrupt is left out, as KubeVirt leaves it: the APIC is a
+// bare <apic/>, and the guest gets QEMU's default, which under KVM is
+// paravirtual EOI on (eoi="on" would ask for what it has anyway). See
+// "What Convert leaves out" in the package documentation. (api.Validate
+// holds it to the APIC being on, and a Hyper-V vendor id to what libvirt
+// takes.)
 func (c *converter) features(d *libvirtxml.Domain) error {
 	p := c.parts
 	fl := &p.features
@@ -35,9 +38,6 @@ func (c *converter) features(d *libvirtxml.Domain) error {
 		}
 		if a := f.APIC; a != nil && optionalOn(a.Enabled) {
 			fl.APIC = &more.apic
-			if a.EndOfInterrupt {
-				fl.APIC.EOI = "on"
-			}
 		}
 		if smm {
 			fl.SMM = &more.smm

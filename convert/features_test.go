@@ -49,7 +49,6 @@ func TestFeaturesRefusals(t *testing.T) {
 		{"vendor id with a comma", v1.Features{Hyperv: &v1.FeatureHyperv{VendorID: &v1.FeatureVendorID{VendorID: "a,b"}}}, "spec.domain.features.hyperv.vendorid.vendorid", "comma", true},
 		{"tlbflush extended", v1.Features{Hyperv: &v1.FeatureHyperv{TLBFlush: &v1.TLBFlush{Extended: &v1.FeatureState{}}}}, "spec.domain.features.hyperv.tlbflush.extended", "libvirt 9.0", false},
 		{"both Hyper-V modes", v1.Features{Hyperv: &v1.FeatureHyperv{}, HypervPassthrough: &v1.HyperVPassthrough{Enabled: &on}}, "spec.domain.features.hyperv", "not both", true},
-		{"eoi without apic", v1.Features{APIC: &v1.FeatureAPIC{FeatureState: v1.FeatureState{Enabled: new(bool)}, EndOfInterrupt: true}}, "spec.domain.features.apic.endOfInterrupt", "needs the APIC", true},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

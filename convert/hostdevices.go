@@ -102,11 +102,16 @@ func (c *converter) hasSRIOVInterface() bool {
 
 // gpuHostdevs converts spec.domain.devices.gpus: PCI passthrough GPUs and
 // mediated vGPUs. As in KubeVirt, the first vGPU gets a display and a boot
-// framebuffer when no GPU says anything about displays.
+// framebuffer when no GPU says anything about displays — unless
+// autoattachGraphicsDevice is false: libvirt needs a graphics device for
+// a vGPU display, so the default display is left off then (KubeVirt
+// writes it, and libvirt refuses the domain), and a display asked for is
+// refused.
 func (c *converter) gpuHostdevs(gpus []v1.GPU) ([]libvirtxml.DomainHostdev, error) {
 	var pci, mdev, draPCI, draMdev []libvirtxml.DomainHostdev
 	var probs problems
 	displaySet := false
+	noGraphics := switchedOff(c.spec.Domain.Devices.AutoattachGraphicsDevice)
 	for i, gpu := range gpus {
 		path := gpusPath.Index(i)
 		dra := gpu.DeviceName == "" && gpu.ClaimRequest != nil
@@ -144,6 +149,10 @@ func (c *converter) gpuHostdevs(gpus []v1.GPU) ([]libvirtxml.DomainHostdev, erro
 		case hostDevMdev:
 			dev := mdevHostdev(hostDev, c.hostDeviceAlias(prefix, gpu.Name))
 			if display != nil && (display.Enabled == nil || *display.Enabled) {
+				if noGraphics {
+					return nil, field.Forbidden(path.Child("virtualGPUOptions", "display", "enabled"),
+						"a vGPU display needs a graphics device, which "+devicesPath.Child("autoattachGraphicsDevice").String()+": false leaves out")
+				}
 				dev.SubsysMDev.Display = "on"
 				if display.RamFB == nil || display.RamFB.Enabled == nil || *display.RamFB.Enabled {
 					dev.SubsysMDev.RamFB = "on"
@@ -157,7 +166,7 @@ func (c *converter) gpuHostdevs(gpus []v1.GPU) ([]libvirtxml.DomainHostdev, erro
 		}
 	}
 	// KubeVirt's default display: on the first vGPU of each source.
-	if !displaySet {
+	if !displaySet && !noGraphics {
 		for _, group := range [][]libvirtxml.DomainHostdev{mdev, draMdev} {
 			if len(group) > 0 {
 				group[0].SubsysMDev.Display = "on"

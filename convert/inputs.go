@@ -33,8 +33,7 @@ func (c *converter) inputs(d *libvirtxml.Domain) error {
 	if err := c.usbRedirection(d); err != nil {
 		return err
 	}
-	c.panicDevices(d)
-	return nil
+	return c.panicDevices(d)
 }
 
 // usbRedirectionChannels is how many USB devices a client may redirect
@@ -66,13 +65,20 @@ func (c *converter) usbRedirection(d *libvirtxml.Domain) error {
 }
 
 // panicDevices adds spec.domain.devices.panicDevices; a device without a
-// model gets libvirt's default for the machine.
-func (c *converter) panicDevices(d *libvirtxml.Domain) {
-	for _, p := range c.spec.Domain.Devices.PanicDevices {
+// model gets libvirt's default for the machine. The pvpanic model (QEMU's
+// PCI pvpanic device), which KubeVirt writes as it is, is refused: libvirt
+// 9.0 has no such model (9.1 added it) and refuses the domain.
+func (c *converter) panicDevices(d *libvirtxml.Domain) error {
+	for i, p := range c.spec.Domain.Devices.PanicDevices {
 		var model string
 		if p.Model != nil {
 			model = string(*p.Model)
 		}
+		if model == string(v1.Pvpanic) {
+			return field.Forbidden(devicesPath.Child("panicDevices").Index(i).Child("model"),
+				"libvirt 9.0 has no pvpanic panic model (the PCI pvpanic device; libvirt 9.1 added it)")
+		}
 		d.Devices.Panics = append(d.Devices.Panics, libvirtxml.DomainPanic{Model: model})
 	}
+	return nil
 }

@@ -19,8 +19,10 @@ const rootComplexSlots = 0x20
 // its own is put on the root bus (bus 0, function 0), one slot after the
 // other from slot 2, as KubeVirt does — interfaces, PCI host devices,
 // controllers, virtio disks, virtio inputs, watchdogs, RNGs and the balloon,
-// in that order. Devices with an explicit PCI address keep it; devices with
-// an address of another kind (drive, USB…) are left alone. A VMI with more
+// in that order. Devices with an explicit PCI address keep it, and the
+// placement skips the root-bus slots they hold (KubeVirt's does not, and
+// gives libvirt a slot used twice, which it refuses); devices with an
+// address of another kind (drive, USB…) are left alone. A VMI with more
 // devices than the root bus has free slots is refused.
 func (c *converter) rootComplex(d *libvirtxml.Domain) error {
 	if c.vmi.Annotations[v1.PlacePCIDevicesOnRootComplex] != "true" {
@@ -28,12 +30,13 @@ func (c *converter) rootComplex(d *libvirtxml.Domain) error {
 	}
 	p := annotationsPath.Key(v1.PlacePCIDevicesOnRootComplex)
 	last := uint(0)
+	var taken [rootComplexSlots]bool
 	place := func(a **libvirtxml.DomainAddress) error {
 		if *a != nil && ((*a).PCI == nil || (*a).PCI.Domain != nil) {
 			return nil
 		}
 		slot := last + 1
-		for rootComplexReserved[slot] {
+		for slot < rootComplexSlots && (rootComplexReserved[slot] || taken[slot]) {
 			slot++
 		}
 		if slot >= rootComplexSlots {
@@ -81,9 +84,27 @@ func (c *converter) rootComplex(d *libvirtxml.Domain) error {
 		addrs = append(addrs, &devs.MemBalloon.Address)
 	}
 	for _, a := range addrs {
+		if pci := explicitRootSlot(*a); pci != nil {
+			taken[*pci] = true
+		}
+	}
+	for _, a := range addrs {
 		if err := place(a); err != nil {
 			return err
 		}
 	}
 	return nil
+}
+
+// explicitRootSlot is the root-bus slot of a device's own PCI address
+// (domain 0, bus 0), or nil.
+func explicitRootSlot(a *libvirtxml.DomainAddress) *uint {
+	if a == nil || a.PCI == nil || a.PCI.Domain == nil {
+		return nil
+	}
+	pci := a.PCI
+	if *pci.Domain != 0 || pci.Bus == nil || *pci.Bus != 0 || pci.Slot == nil || *pci.Slot >= rootComplexSlots {
+		return nil
+	}
+	return pci.Slot
 }

@@ -283,9 +283,9 @@ func TestDiskFields(t *testing.T) {
 	vmi.Spec.Domain.Devices.BlockMultiQueue = &yes
 	vmi.Spec.Domain.CPU = &v1.CPU{Sockets: 1, Cores: 3, Threads: 1}
 	vmi.Spec.Domain.Devices.Disks = []v1.Disk{
-		{Name: "root", Serial: "S1", BootOrder: &order, Cache: v1.CacheNone, IO: v1.IONative, ErrorPolicy: &policy,
-			Shareable: &yes, DiskDevice: v1.DiskDevice{Disk: &v1.DiskTarget{Bus: v1.DiskBusVirtio}}},
-		{Name: "iso", DiskDevice: v1.DiskDevice{CDRom: &v1.CDRomTarget{Bus: v1.DiskBusSATA, Tray: v1.TrayStateClosed}}},
+		{Name: "root", Serial: "S1", BootOrder: &order, IO: v1.IONative, ErrorPolicy: &policy,
+			DiskDevice: v1.DiskDevice{Disk: &v1.DiskTarget{Bus: v1.DiskBusVirtio}}},
+		{Name: "iso", Serial: "S2", DiskDevice: v1.DiskDevice{CDRom: &v1.CDRomTarget{Bus: v1.DiskBusSATA, Tray: v1.TrayStateClosed}}},
 		{Name: "empty", DiskDevice: v1.DiskDevice{CDRom: &v1.CDRomTarget{Bus: v1.DiskBusUSB}}},
 	}
 	c := newConverter(vmi, Options{Layout: KubeVirtLayout{}})
@@ -302,12 +302,14 @@ func TestDiskFields(t *testing.T) {
 	root := disks[0]
 	if root.Model != "virtio-non-transitional" || root.Serial != "S1" || root.Boot.Order != 3 ||
 		root.Driver.Cache != "none" || root.Driver.IO != "native" || root.Driver.ErrorPolicy != "ignore" ||
-		root.Driver.Discard != "unmap" || *root.Driver.Queues != 3 || root.Shareable == nil ||
+		root.Driver.Discard != "unmap" || *root.Driver.Queues != 3 || root.Shareable != nil ||
 		root.Alias.Name != "ua-root" || root.Target.Dev != "vda" || root.Driver.Type != "qcow2" {
 		t.Errorf("root disk: %+v driver %+v", root, *root.Driver)
 	}
+	// io native without a cache gets cache none (libvirt refuses it
+	// otherwise); a CD-ROM's serial is left out, as KubeVirt leaves it.
 	iso := disks[1]
-	if iso.ReadOnly == nil || iso.Driver.Discard != "" || iso.Target.Dev != "sda" || iso.Target.Tray != "closed" ||
+	if iso.Serial != "" || iso.ReadOnly == nil || iso.Driver.Discard != "" || iso.Target.Dev != "sda" || iso.Target.Tray != "closed" ||
 		iso.Model != "" || iso.Driver.Queues != nil || iso.Driver.ErrorPolicy != "stop" {
 		t.Errorf("cloud-init CD-ROM: %+v driver %+v", iso, *iso.Driver)
 	}
@@ -337,8 +339,6 @@ func TestDiskRefusals(t *testing.T) {
 		{"virtio cdrom", v1.Disk{Name: "v", DiskDevice: v1.DiskDevice{CDRom: &v1.CDRomTarget{Bus: v1.DiskBusVirtio}}}, "spec.domain.devices.disks[0].cdrom.bus"},
 		{"sata iothread", v1.Disk{Name: "v", DedicatedIOThread: &yes, DiskDevice: v1.DiskDevice{Disk: &v1.DiskTarget{Bus: v1.DiskBusSATA}}},
 			"spec.domain.devices.disks[0].dedicatedIOThread"},
-		{"lun serial", v1.Disk{Name: "v", Serial: "x", DiskDevice: v1.DiskDevice{LUN: &v1.LunTarget{Bus: v1.DiskBusSCSI}}},
-			"spec.domain.devices.disks[0].serial"},
 		{"bad serial", v1.Disk{Name: "v", Serial: "a b", DiskDevice: v1.DiskDevice{Disk: &v1.DiskTarget{Bus: v1.DiskBusVirtio}}},
 			"spec.domain.devices.disks[0].serial"},
 		{"pci on sata", v1.Disk{Name: "v", DiskDevice: v1.DiskDevice{Disk: &v1.DiskTarget{Bus: v1.DiskBusSATA, PciAddress: "0000:00:05.0"}}},
@@ -429,4 +429,16 @@ func TestSCSIControllerIOThread(t *testing.T) {
 	if scsi.Type != "scsi" || scsi.Driver == nil || scsi.Driver.IOThread != 1 || scsi.Driver.Queues == nil || *scsi.Driver.Queues != 2 {
 		t.Fatalf("scsi controller %+v driver %+v", scsi, scsi.Driver)
 	}
+}
+
+// TestShareableQCOW2 checks that a shareable disk on a qcow2 image (a
+// containerDisk's overlay) is refused at its shareable field: libvirt
+// refuses to share a qcow2 image.
+func TestShareableQCOW2(t *testing.T) {
+	yes := true
+	vmi := storageVMI(v1.Volume{Name: "root", VolumeSource: v1.VolumeSource{ContainerDisk: &v1.ContainerDiskSource{Image: "x"}}})
+	vmi.Spec.Domain.Devices.Disks = []v1.Disk{{Name: "root", Shareable: &yes, DiskDevice: v1.DiskDevice{Disk: &v1.DiskTarget{Bus: v1.DiskBusVirtio}}}}
+	c := newConverter(vmi, Options{Layout: KubeVirtLayout{}})
+	d := &libvirtxml.Domain{Devices: &libvirtxml.DomainDeviceList{}}
+	fieldErr(t, c.disks(d), "spec.domain.devices.disks[0].shareable", "qcow2")
 }

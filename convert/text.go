@@ -6,6 +6,8 @@ import (
 
 	v1 "kubevirt.io/api/core/v1"
 	"libvirt.org/go/libvirtxml"
+
+	"github.com/vmi2libvirt/vmi2libvirt/internal/vocab"
 )
 
 // text holds the strings one conversion builds (the domain's name, device
@@ -38,7 +40,7 @@ func (t *text) decimal(n uint64) string {
 // UserAliasPrefix is KubeVirt's prefix of the alias of a device the VMI
 // names (a disk, an interface, an input...): "ua-<name>". Status reports read
 // the device's name back from it.
-const UserAliasPrefix = "ua-"
+const UserAliasPrefix = vocab.UserAliasPrefix
 
 // Alias prefixes of host devices, as KubeVirt names them: the alias of a
 // device-plugin GPU "gpu1" is "ua-gpu-gpu1".

@@ -51,7 +51,7 @@ var acceptedByConvert = map[string][]string{
 	"CPU quantities, topology limits and the rules of dedicated CPUs are api's: the converter writes the topology it is given (one too large for a list of hotpluggable vCPUs gets none)": {
 		"cpu-dedicated-fraction-limit", "cpu-dedicated-fraction-request", "cpu-dedicated-memory-request-not-limit",
 		"cpu-dedicated-request-not-limit", "cpu-dedicated-three-threads", "cpu-dedicated-topology-mismatch",
-		"cpu-feature-bad-policy", "cpu-feature-no-name", "cpu-isolate-without-dedicated", "cpu-limit-10Ei",
+		"cpu-feature-bad-policy", "cpu-feature-no-name", "cpu-feature-twice", "cpu-isolate-without-dedicated", "cpu-limit-10Ei",
 		"cpu-limit-negative", "cpu-maxsockets-below-sockets-default", "cpu-maxsockets-too-many",
 		"cpu-request-2e63", "cpu-request-above-limit", "cpu-request-negative", "cpu-request-too-many",
 		"cpu-sockets-above-maxsockets", "cpu-topology-max-uint32", "cpu-topology-too-many",
@@ -61,13 +61,14 @@ var acceptedByConvert = map[string][]string{
 		"disks-blocksize-sata-4096", "disks-blocksize-too-big", "disks-blocksize-too-small",
 		"disks-bootorder-2e32", "disks-bootorder-zero", "disks-bus-ide", "disks-bus-unknown",
 		"disks-cache-unknown", "disks-cdrom-no-volume", "disks-cdrom-virtio", "disks-downwardmetrics-cdrom",
-		"disks-downwardmetrics-sata", "disks-errorpolicy-unknown", "disks-io-unknown", "disks-iothread-sata",
+		"disks-downwardmetrics-sata", "disks-errorpolicy-unknown", "disks-io-unknown", "disks-io-native-writeback", "disks-iothread-sata",
 		"disks-name-duplicate", "disks-name-missing", "disks-no-volume", "disks-pci-function", "disks-pci-on-sata",
 		"disks-pci-syntax", "disks-sata-readonly", "disks-serial-space", "disks-serial-too-long",
 		"disks-serial-xml", "disks-shareable-cache", "disks-shareable-cdrom", "disks-tray-unknown",
 		"disks-two-kinds", "disks-vm-bus-floppy",
 	},
-	"device names become aliases (ua-<name>): that they are set and alias names is api's rule": {
+	"device names become aliases (ua-<name>): that they are set, alias names and no two the same is api's rule": {
+		"devices-alias-disk-input", "devices-alias-two-inputs",
 		"devices-input-name-not-alias", "devices-input-no-name", "devices-sound-no-name",
 		"devices-watchdog-name-not-alias", "devices-watchdog-no-name",
 	},
@@ -83,11 +84,11 @@ var acceptedByConvert = map[string][]string{
 		"devices-iothreads-without-pool",
 	},
 	"feature switches are written as they are: their dependencies, exclusions and what libvirt takes of a vendor id are api's rules": {
-		"features-eoi-without-apic", "features-hyperv-and-passthrough", "features-hyperv-dependency",
+		"features-hyperv-and-passthrough", "features-hyperv-dependency",
 		"features-vendorid-comma", "features-vendorid-empty", "features-vendorid-too-long",
 	},
 	"firmware settings are written as they are: EFI against BIOS and ACPI, paths inside images, kernel arguments without a kernel, secure boot without SMM and the UUID's syntax are api's rules": {
-		"firmware-efi-and-bios", "firmware-efi-without-acpi", "firmware-initrdpath-dotdot",
+		"firmware-efi-and-bios", "firmware-bios-serial-no-console", "firmware-efi-without-acpi", "firmware-initrdpath-dotdot",
 		"firmware-kernelargs-initrd-only", "firmware-kernelargs-no-container", "firmware-kernelboot-no-image",
 		"firmware-kernelboot-no-paths", "firmware-kernelpath-relative", "firmware-secureboot-smm-off",
 		"firmware-secureboot-smm-unset", "firmware-uuid-invalid",

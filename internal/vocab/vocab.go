@@ -158,3 +158,8 @@ var (
 	// filepath.Match patterns.
 	MachineTypes = Words{"q35*", "pc-q35*"}
 )
+
+// UserAliasPrefix is KubeVirt's prefix of the libvirt alias of a device
+// the VMI names, "ua-<name>" (convert.UserAliasPrefix): api refuses two
+// devices that would share one.
+const UserAliasPrefix = "ua-"

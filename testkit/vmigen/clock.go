@@ -11,11 +11,7 @@ func (g *gen) clock() {
 		return
 	}
 	c := &v1.Clock{}
-	offsets := []weighted[string]{{3, "utc"}, {2, "offset"}, {2, "timezone"}}
-	if g.cfg.KnownBugs {
-		offsets = append(offsets, weighted[string]{1, ""}) // KnownBugs: clock without offset
-	}
-	switch pickW(g, offsets...) {
+	switch pickW(g, weighted[string]{3, "utc"}, weighted[string]{2, "offset"}, weighted[string]{2, "timezone"}, weighted[string]{1, ""}) {
 	case "utc":
 		c.UTC = &v1.ClockOffsetUTC{}
 	case "offset":

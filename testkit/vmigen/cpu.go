@@ -197,7 +197,7 @@ func (g *gen) cpuModel() {
 		taken := map[string]bool{}
 		for range g.n(1, 3) {
 			name := pick(g, cpuFeatures...)
-			if taken[name] && !g.cfg.KnownBugs { // KnownBugs: a CPU feature named twice
+			if taken[name] { // api refuses a CPU feature named twice
 				continue
 			}
 			taken[name] = true

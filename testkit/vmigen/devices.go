@@ -18,12 +18,8 @@ func (g *gen) devices() {
 	devs := &g.spec.Domain.Devices
 	if g.p(0.25) {
 		for range g.n(1, 2) {
-			name := g.name("tablet")
-			if disks := g.spec.Domain.Devices.Disks; g.cfg.KnownBugs && len(disks) > 0 && g.p(0.2) {
-				name = disks[0].Name // KnownBugs: device names shared across kinds
-			}
 			devs.Inputs = append(devs.Inputs, v1.Input{
-				Name: name,
+				Name: g.name("tablet"),
 				Bus:  pick(g, "", v1.InputBusUSB, v1.InputBusVirtio),
 				Type: v1.InputTypeTablet,
 			})
@@ -51,7 +47,7 @@ func (g *gen) devices() {
 	case g.p(0.05):
 		devs.AutoattachGraphicsDevice = ptr(true)
 	}
-	if g.p(0.08) && (g.cfg.KnownBugs || !g.biosSerial()) {
+	if g.p(0.08) && !g.biosSerial() {
 		devs.AutoattachSerialConsole = ptr(false)
 	} else if g.p(0.15) {
 		devs.LogSerialConsole = ptr(g.p(0.5))
@@ -85,10 +81,13 @@ func (g *gen) devices() {
 		var model *v1.PanicDeviceModel
 		if g.p(0.7) {
 			models := []v1.PanicDeviceModel{v1.Isa, v1.Hyperv}
-			if g.cfg.KnownBugs {
-				models = append(models, v1.Pvpanic) // KnownBugs: pvpanic
+			if g.kv {
+				models = append(models, v1.Pvpanic)
 			}
 			model = ptr(pick(g, models...))
+			if *model == v1.Pvpanic {
+				g.beyond(devicesPath.Child("panicDevices").Index(0).Child("model"))
+			}
 		}
 		devs.PanicDevices = []v1.PanicDevice{{Model: model}}
 	}
@@ -118,9 +117,10 @@ func (g *gen) hostDeviceList() {
 		} else {
 			g.hostDevices[gpu.Name] = convert.HostDevice{PCIAddress: g.hostPCIAddress()}
 		}
-		if !g.cfg.KnownBugs && g.hostDevices[gpu.Name].MdevUUID != "" && devs.AutoattachGraphicsDevice != nil && !*devs.AutoattachGraphicsDevice {
-			// KnownBugs: a vGPU display needs graphics.
-			gpu.VirtualGPUOptions = &v1.VGPUOptions{Display: &v1.VGPUDisplayOptions{Enabled: ptr(false)}}
+		if o := gpu.VirtualGPUOptions; o != nil && *o.Display.Enabled && devs.AutoattachGraphicsDevice != nil && !*devs.AutoattachGraphicsDevice {
+			// A vGPU display needs graphics: convert refuses one asked
+			// for without (and leaves the default display off).
+			o.Display.Enabled = ptr(false)
 		}
 		devs.GPUs = append(devs.GPUs, gpu)
 	}

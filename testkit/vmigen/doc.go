@@ -39,8 +39,7 @@
 // field in Case.Refusable. Two layouts: KubeVirtLayout (Options are
 // convert.KubeVirtOptions()) and HostLayout (a plain Debian 12 host, with
 // every claim, multus network, hostDisk folder and host device mapped).
-// The forms the converter gets wrong today are left out unless
-// Config.KnownBugs is set (see KnownBugs).
+// Forms the converter gets wrong are listed in KnownBugs (none today).
 //
 // Left out of both profiles: fields that only a cluster can honour and
 // that the project refuses by design (probes, access credentials, resource

@@ -27,7 +27,7 @@ func ExampleGenerate() {
 		fmt.Println(d.Name, len(d.Devices.Disks), "disks")
 	}
 	// Output:
-	// default_vmigen-s1-00000 6 disks
+	// default_vmigen-s1-00000 1 disks
 	// default_vmigen-s1-00001 2 disks
 	// default_vmigen-s1-00002 2 disks
 }

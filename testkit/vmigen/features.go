@@ -32,9 +32,8 @@ func (g *gen) features() {
 			}
 		case "off":
 			a.Enabled = ptr(false)
-			if g.kv && g.p(0.5) {
-				a.EndOfInterrupt = true
-				g.beyond(featuresPath.Child("apic", "endOfInterrupt"))
+			if g.p(0.5) {
+				a.EndOfInterrupt = true // ignored, as KubeVirt ignores it
 			}
 		}
 		f.APIC = a

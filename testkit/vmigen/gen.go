@@ -43,7 +43,6 @@ type gen struct {
 	hugepages   bool
 	efi         bool
 	configDrive bool // a cloudInitConfigDrive volume (device tags are refused then)
-	rootComplex bool // the placePCIDevicesOnRootComplex annotation
 	// metricsDevice: the devices area adds the downward metrics device
 	// (decided with the volumes: a VMI has it or the metrics disk).
 	metricsDevice bool

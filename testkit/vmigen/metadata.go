@@ -34,11 +34,7 @@ func (g *gen) metadata(on bool) {
 		g.annotate(v1.DisablePCIHole64, pick(g, "true", "false"))
 	}
 	if g.p(0.06) {
-		// Devices with a guest PCI address of their own are not drawn
-		// then (KnownBugs): KubeVirt's placement (and the project's) would
-		// give another device the same slot.
 		g.annotate(v1.PlacePCIDevicesOnRootComplex, "true")
-		g.rootComplex = true
 	}
 }
 

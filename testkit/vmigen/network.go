@@ -98,7 +98,7 @@ func (g *gen) addInterface(iface v1.Interface, net v1.Network, onPod, primary bo
 	if g.p(0.3) {
 		iface.MacAddress = g.mac()
 	}
-	if (!g.rootComplex || g.cfg.KnownBugs) && g.p(0.08) {
+	if g.p(0.08) {
 		iface.PciAddress = g.pciAddress()
 	}
 	if g.p(0.1) {

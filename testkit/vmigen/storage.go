@@ -311,7 +311,7 @@ func (g *gen) disk(name string, k volumeKind, claimBlock, qcow2 bool) {
 		if bus != v1.DiskBusSATA && bus != "" && g.p(0.1) {
 			t.ReadOnly = true
 		}
-		if bus == v1.DiskBusVirtio && (!g.rootComplex || g.cfg.KnownBugs) && g.p(0.08) {
+		if bus == v1.DiskBusVirtio && g.p(0.08) {
 			t.PciAddress = g.pciAddress()
 		}
 		d.Disk = t
@@ -362,9 +362,8 @@ func (g *gen) diskOptions(d *v1.Disk, dp *field.Path, kind string, bus v1.DiskBu
 		switch {
 		case kind == "disk":
 			d.Serial = pick(g, "SERIAL-"+d.Name, "0123456789", "vmigen.disk_1+a")
-		case g.kv && g.p(0.5):
-			d.Serial = "SERIAL-" + d.Name
-			g.beyond(dp.Child("serial"))
+		case g.p(0.5):
+			d.Serial = "SERIAL-" + d.Name // left out, as KubeVirt leaves it
 		}
 	}
 	if g.p(0.2) {
@@ -375,15 +374,18 @@ func (g *gen) diskOptions(d *v1.Disk, dp *field.Path, kind string, bus v1.DiskBu
 	}
 	if g.p(0.1) {
 		d.IO = pick(g, v1.IONative, v1.IOThreads)
-		if d.IO == v1.IONative && !g.cfg.KnownBugs {
-			d.Cache = v1.CacheNone // KnownBugs: io native without cache none
+		if d.IO == v1.IONative && d.Cache != v1.CacheNone {
+			d.Cache = pick(g, v1.CacheNone, "") // api refuses the others
 		}
 	}
 	if g.p(0.1) {
 		d.ErrorPolicy = ptr(pick(g, v1.DiskErrorPolicyStop, v1.DiskErrorPolicyIgnore, v1.DiskErrorPolicyReport, v1.DiskErrorPolicyEnospace))
 	}
-	if kind == "disk" && (d.Cache == "" || d.Cache == v1.CacheNone) && (!qcow2 || g.cfg.KnownBugs) && g.p(0.05) {
+	if kind == "disk" && (d.Cache == "" || d.Cache == v1.CacheNone) && (!qcow2 || g.kv) && g.p(0.05) {
 		d.Shareable = ptr(true)
+		if qcow2 {
+			g.beyond(dp.Child("shareable"))
+		}
 	}
 	if bus == v1.DiskBusVirtio && g.p(0.15) {
 		d.DedicatedIOThread = ptr(g.p(0.7))

@@ -22,11 +22,13 @@ const (
 	// the project refuses today: NUMA guest mapping
 	// passthrough and realtime, discardGranularity,
 	// Hyper-V tlbflush direct and extended, the supplementalPool IO-thread
-	// policy, a serial on a CD-ROM or LUN, a LUN on a volume that is a
-	// file or on the SATA bus (where Default puts a LUN without a bus),
-	// an endOfInterrupt on a disabled APIC, kernel arguments with an
-	// initrd but no kernel, and in the host layout the DHCP options,
-	// downwardMetrics and sysprep volumes it has no place for. Each such field is named in Case.Refusable. Fields
+	// policy, a LUN on a volume that is a file or on the SATA bus (where
+	// Default puts a LUN without a bus), kernel arguments with an initrd
+	// but no kernel, and in the host layout the DHCP options,
+	// downwardMetrics and sysprep volumes it has no place for. Each such
+	// field is named in Case.Refusable. (A serial on a CD-ROM or LUN and
+	// an endOfInterrupt on a disabled APIC, which KubeVirt's converter
+	// ignores, are drawn in both profiles.) Fields
 	// behind gates kvdiff leaves off (VSOCK, persistent reservations) and
 	// devices KubeVirt's converter needs a device plugin's host addresses
 	// for (GPUs, host devices, SR-IOV) are left out of this profile.
@@ -93,11 +95,6 @@ type Config struct {
 	// Skip leaves the areas it names out of the VMIs (zero: every area is
 	// drawn).
 	Skip Areas
-	// KnownBugs also draws the forms that api accepts and convert
-	// converts today into domains libvirt 9.0 refuses (see KnownBugs in
-	// knownbugs.go): off, every Supported VMI's domain is schema-valid and
-	// defines.
-	KnownBugs bool
 }
 
 // Areas is a set of parts of a VMI the generator draws.

@@ -27,7 +27,6 @@ func main() {
 	start := flag.Int("start", 0, "index of the first VMI")
 	profile := flag.String("profile", "supported", "vocabulary: supported or kubevirt")
 	layout := flag.String("layout", "kubevirt", "layout the VMIs are made for: kubevirt or host")
-	knownBugs := flag.Bool("known-bugs", false, "also draw the forms the converter gets wrong today (vmigen.KnownBugs)")
 	out := flag.String("o", "", "folder to write the VMIs to (made if missing)")
 	flag.Parse()
 	fail := func(format string, args ...any) {
@@ -35,9 +34,9 @@ func main() {
 		os.Exit(2)
 	}
 	if *out == "" || flag.NArg() > 0 {
-		fail("usage: vmigen [-seed N] [-n N] [-start N] [-profile supported|kubevirt] [-layout kubevirt|host] [-known-bugs] -o DIR")
+		fail("usage: vmigen [-seed N] [-n N] [-start N] [-profile supported|kubevirt] [-layout kubevirt|host] -o DIR")
 	}
-	cfg := vmigen.Config{Seed: *seed, KnownBugs: *knownBugs}
+	cfg := vmigen.Config{Seed: *seed}
 	var ok bool
 	if cfg.Profile, ok = named(*profile, vmigen.Supported, vmigen.KubeVirt); !ok {
 		fail("-profile %q: want supported or kubevirt", *profile)
