@@ -128,7 +128,9 @@ func (l *Launcher) host(f hostFacts) (hostplan.Host, error) {
 	opts.Layout = l.cfg.Layout
 	opts.SerialConsoleLog = true // a VMI may turn it off
 	opts.HugepageSize = true     // a plain host may mount several hugepage sizes
-	opts.NoMemoryHotplug = opts.NoMemoryHotplug || !f.memoryHotplug
+	if !f.memoryHotplug && opts.HostFacts.Has(convert.LackSlotlessMaxMemory) {
+		opts.HostFacts.Lacks = append(opts.HostFacts.Lacks[:len(opts.HostFacts.Lacks):len(opts.HostFacts.Lacks)], convert.LackSlotlessMaxMemory)
+	}
 	switch {
 	case l.cfg.Emulate:
 		opts.DomainType = "qemu"
