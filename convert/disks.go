@@ -101,9 +101,9 @@ type diskBuilder struct {
 	threads ioThreadAssigner
 	// pool is the supplemental IO-thread pool every virtio disk shares
 	// (nil without one).
-	pool *libvirtxml.DomainDiskIOThreads
-	names   targetNamer
-	parts   []diskParts // one per spec.domain.devices.disks entry
+	pool  *libvirtxml.DomainDiskIOThreads
+	names targetNamer
+	parts []diskParts // one per spec.domain.devices.disks entry
 }
 
 // diskDevice is what a disk's device kind says: libvirt's device name, its
