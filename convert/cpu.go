@@ -49,7 +49,9 @@ func (c *converter) cpu(d *libvirtxml.Domain) error {
 	c.parts.vcpu = libvirtxml.DomainVCPU{Placement: "static", Value: t.count()}
 	d.VCPU = &c.parts.vcpu
 
-	c.cpuModel(cpu)
+	if err := c.cpuModel(cpu); err != nil {
+		return err
+	}
 	c.cpuNUMA(cpu, t.count())
 	d.CPU = cpu
 	return c.pinCPUs(d)
@@ -58,12 +60,17 @@ func (c *converter) cpu(d *libvirtxml.Domain) error {
 // cpuModel sets the CPU mode and model and the CPU features. A VMI without
 // a model gets host-model. Custom models get the deprecated mpx feature
 // disabled unless the VMI says otherwise, as KubeVirt does on amd64: CPU
-// models whose definition lists mpx fail on hosts that lack it.
-func (c *converter) cpuModel(cpu *libvirtxml.DomainCPU) {
+// models whose definition lists mpx fail on hosts that lack it. A model,
+// or a required feature, that the host does not offer is refused
+// (Options.HostFacts).
+func (c *converter) cpuModel(cpu *libvirtxml.DomainCPU) error {
 	spec := c.spec.Domain.CPU
 	model := ""
 	if spec != nil {
 		model = spec.Model
+	}
+	if err := c.opts.HostFacts.checkCPUModel(model); err != nil {
+		return err
 	}
 	switch model {
 	case "", v1.CPUModeHostModel:
@@ -75,16 +82,19 @@ func (c *converter) cpuModel(cpu *libvirtxml.DomainCPU) {
 		cpu.Model = &libvirtxml.DomainCPUModel{Value: model}
 	}
 	if spec == nil {
-		return
+		return nil
 	}
 	if n := len(spec.Features); n > 0 || cpu.Mode == "custom" {
 		cpu.Features = make([]libvirtxml.DomainCPUFeature, 0, n+1)
 	}
 	hasMPX := false
-	for _, f := range spec.Features {
+	for i, f := range spec.Features {
 		policy := f.Policy
 		if policy == "" {
 			policy = "require" // libvirt's meaning of a feature without policy
+		}
+		if err := c.opts.HostFacts.checkCPUFeature(i, f.Name, policy, cpu.Mode == v1.CPUModeHostModel); err != nil {
+			return err
 		}
 		cpu.Features = append(cpu.Features, libvirtxml.DomainCPUFeature{Name: f.Name, Policy: policy})
 		hasMPX = hasMPX || f.Name == "mpx"
@@ -92,6 +102,7 @@ func (c *converter) cpuModel(cpu *libvirtxml.DomainCPU) {
 	if cpu.Mode == "custom" && !hasMPX {
 		cpu.Features = append(cpu.Features, libvirtxml.DomainCPUFeature{Name: "mpx", Policy: "disable"})
 	}
+	return nil
 }
 
 // cpuNUMA gives the guest one NUMA cell holding all vCPUs and all memory

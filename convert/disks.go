@@ -23,6 +23,12 @@ func (c *converter) disks(d *libvirtxml.Domain) error {
 		threads: c.facts.ioThreads.assigner(),
 		parts:   make([]diskParts, len(specDisks)),
 	}
+	if n := c.facts.ioThreads.pool; n > 0 {
+		b.pool = &libvirtxml.DomainDiskIOThreads{IOThread: make([]libvirtxml.DomainDiskIOThread, n)}
+		for i := range b.pool.IOThread {
+			b.pool.IOThread[i].ID = uint(i) + 1
+		}
+	}
 	if len(specDisks) > 0 {
 		d.Devices.Disks = make([]libvirtxml.DomainDisk, 0, len(specDisks))
 	}
@@ -93,8 +99,11 @@ type backingParts struct {
 // IO threads are handed out in spec order.
 type diskBuilder struct {
 	threads ioThreadAssigner
-	names   targetNamer
-	parts   []diskParts // one per spec.domain.devices.disks entry
+	// pool is the supplemental IO-thread pool every virtio disk shares
+	// (nil without one).
+	pool  *libvirtxml.DomainDiskIOThreads
+	names targetNamer
+	parts []diskParts // one per spec.domain.devices.disks entry
 }
 
 // diskDevice is what a disk's device kind says: libvirt's device name, its
@@ -125,7 +134,7 @@ func (c *converter) disk(b *diskBuilder, i int) (libvirtxml.DomainDisk, error) {
 	spec := &c.spec.Domain.Devices.Disks[i]
 	p := itemPath{disksPath, i}
 	dev := deviceOf(spec)
-	if err := checkBlockSize(spec, p); err != nil {
+	if err := c.checkBlockSize(spec, p); err != nil {
 		return libvirtxml.DomainDisk{}, err
 	}
 
@@ -194,6 +203,12 @@ func (c *converter) disk(b *diskBuilder, i int) (libvirtxml.DomainDisk, error) {
 		out.BlockIO = &libvirtxml.DomainDiskBlockIO{
 			LogicalBlockSize:  bs.Custom.Logical,
 			PhysicalBlockSize: bs.Custom.Physical,
+			// KubeVirt's libvirt leaves a granularity of 0 out, as
+			// libvirt before 11.6 does.
+			DiscardGranularity: bs.Custom.DiscardGranularity,
+		}
+		if g := bs.Custom.DiscardGranularity; g != nil && *g == 0 {
+			out.BlockIO.DiscardGranularity = nil
 		}
 	}
 
@@ -218,22 +233,22 @@ func (c *converter) disk(b *diskBuilder, i int) (libvirtxml.DomainDisk, error) {
 		if parts.ioThread = b.threads.next(spec); parts.ioThread != 0 {
 			out.Driver.IOThread = &parts.ioThread
 		}
+		out.Driver.IOThreads = b.pool
 	}
 	return out, nil
 }
 
 // checkBlockSize refuses the block sizes this host cannot give a disk: a
-// discard granularity (libvirt 9.0 has none), and the volume's own block
+// discard granularity where its libvirt has none (LackDiscardGranularity), and the volume's own block
 // size (which the converter cannot look up). A disk's tag is accepted:
 // KubeVirt writes device metadata only for tagged interfaces, host devices
 // and GPUs, so a disk tag changes nothing there either.
-func checkBlockSize(spec *v1.Disk, p itemPath) error {
+func (c *converter) checkBlockSize(spec *v1.Disk, p itemPath) error {
 	bs := spec.BlockSize
 	switch {
 	case bs == nil:
-	case bs.Custom != nil && bs.Custom.DiscardGranularity != nil:
-		return field.Forbidden(p.Child("blockSize", "custom", "discardGranularity"),
-			"libvirt 9.0 has no blockio discard_granularity")
+	case bs.Custom != nil && bs.Custom.DiscardGranularity != nil && !c.opts.HostFacts.Has(LackDiscardGranularity):
+		return refuseLack(p.Child("blockSize", "custom", "discardGranularity"), LackDiscardGranularity)
 	case bs.Custom == nil && bs.MatchVolume != nil && optionalOn(bs.MatchVolume.Enabled):
 		return field.Forbidden(p.Child("blockSize", "matchVolume"),
 			"matching the volume's block size needs a look at the host; set blockSize.custom")

@@ -27,7 +27,9 @@
 // video types, NIC models...) is declared once, in internal/vocab, which
 // both packages read. Convert does not check those rules again: given a VMI
 // that api.Validate refuses, it does not panic, and may give a domain.
-// Convert refuses only what depends on the host, the options or the
+// Convert refuses only what depends on the host (Options.HostFacts: what
+// its libvirt and QEMU can give; the zero facts are KubeVirt's libvirt,
+// which has every form KubeVirt writes), the options or the
 // layout, each with a *field.Error naming the field; nothing is dropped
 // silently. It reports every such field, not only the first, as an
 // *api.InvalidError (its Errors in the order of the areas; errors.As finds
@@ -56,9 +58,9 @@
 //	  spec.domain.devices.hostDevices[*].tag,        launcher does not write
 //	  spec.domain.devices.gpus[*].tag
 //	spec.domain.cpu.dedicatedCpuPlacement            Options.CPUSet has fewer host CPUs than the VMI pins
-//	spec.domain.ioThreadsPolicy                      supplementalPool: libvirt 9.0 has no <driver><iothreads>
+//	spec.domain.ioThreadsPolicy                      supplementalPool: Options.HostFacts lacks <driver><iothreads>
 //	spec.domain.devices.disks[*].blockSize.custom.discardGranularity
-//	                                                 libvirt 9.0 has no discard_granularity
+//	                                                 Options.HostFacts lacks discard_granularity
 //	spec.domain.devices.disks[*].blockSize.matchVolume
 //	                                                 the volume's block size is the host's
 //	spec.domain.devices.disks[*].lun                 the layout places the volume on a file, not a block device:
@@ -68,8 +70,13 @@
 //	                                                 one (KubeVirt writes it)
 //	spec.domain.devices.panicDevices[*].model        pvpanic: libvirt 9.0 has no such model, 9.1 added it
 //	                                                 (KubeVirt writes it)
-//	spec.domain.features.hyperv.tlbflush.direct,     libvirt 9.0 has no direct or extended TLB flush
+//	spec.domain.features.hyperv.tlbflush.direct,     Options.HostFacts lacks direct and extended TLB flush
 //	  spec.domain.features.hyperv.tlbflush.extended
+//	spec.domain.cpu.model                            Options.HostFacts: a named model QEMU does not offer, or
+//	                                                 host-model or host-passthrough where it has none
+//	spec.domain.cpu.features[*].name                 Options.HostFacts: required, and host-model disables it
+//	spec.domain.machine.type                         Options.HostFacts: a machine type QEMU does not offer
+//	spec.domain.devices.tpm                          Options.HostFacts lacks a TPM emulator (swtpm)
 //	spec.domain.devices.hostDevices[*],              Options.HostDevices: no entry for the device, or one of
 //	  spec.domain.devices.gpus[*],                   the wrong kind, malformed, or a USB device (which
 //	  spec.domain.devices.interfaces[*].sriov        libvirtxml writes in an order libvirt refuses)
@@ -92,7 +99,8 @@
 //	  spec.volumes[*].cloudInitConfigDrive
 //	spec.domain.devices.interfaces[*].passtBinding,  KubeVirt's pod network set-up, a cluster's binding plugins
 //	  spec.domain.devices.interfaces[*].binding
-//	spec.domain.devices.interfaces[*]                the layout's attachment is malformed
+//	spec.domain.devices.interfaces[*]                the layout's attachment is malformed, or passt where
+//	                                                 Options.HostFacts lacks it
 //	spec.domain.devices.interfaces[*].dhcpOptions    the host layout has no DHCP server
 //	spec.networks[*].multus.networkName              HostLayout.Networks does not map it
 //	spec.domain.firmware.bootloader.efi,             Options.EFI names no firmware; the layout no NVRAM file

@@ -55,7 +55,7 @@ func gatherFacts(vmi *v1.VirtualMachineInstance, opts *Options) facts {
 	f.sharedMemory = hasVirtiofs(vmi)
 	f.memfd = f.sharedMemory || dom.Memory != nil && dom.Memory.Hugepages != nil && vmi.Annotations[v1.MemfdMemoryBackend] != "false"
 	f.ioThreads = planIOThreads(dom)
-	f.pins = planPins(vmi, f.topology.count(), opts.CPUSet)
+	f.pins = planPins(vmi, f.topology.count(), f.ioThreads.pool, opts.CPUSet)
 	return f
 }
 
@@ -123,11 +123,13 @@ func guestMemory(dom *v1.DomainSpec) (q resource.Quantity, ok bool) {
 // spec.domain.ioThreadsPolicy.
 //
 // KubeVirt's supplementalPool policy maps every queue of every virtio disk
-// to a pool of threads (<driver><iothreads><iothread id=…>), which needs
-// libvirt 10.0; the iothreads area refuses it, and the plan has no thread.
+// to a pool of threads (<driver><iothreads><iothread id=…>, libvirt 10.0):
+// threads 1…pool, none shared and none dedicated. The iothreads area
+// refuses it where the host lacks the form.
 type ioThreadPlan struct {
 	total  uint // the domain's <iothreads>; 0 leaves IO threads off
 	shared uint // threads 1…shared are shared round-robin
+	pool   uint // threads 1…pool are the supplemental pool of every virtio disk
 }
 
 // planIOThreads plans the IO threads of spec.domain.ioThreadsPolicy and the
@@ -150,6 +152,11 @@ func planIOThreads(dom *v1.DomainSpec) ioThreadPlan {
 		return sharedPlan(dedicated, others, 1)
 	case *policy == v1.IOThreadsPolicyAuto:
 		return sharedPlan(dedicated, others, autoThreadLimit(dom))
+	case *policy == v1.IOThreadsPolicySupplementalPool:
+		if t := dom.IOThreads; t != nil && t.SupplementalPoolThreadCount != nil && *t.SupplementalPoolThreadCount > 0 {
+			n := uint(*t.SupplementalPoolThreadCount)
+			return ioThreadPlan{total: n, pool: n}
+		}
 	}
 	return ioThreadPlan{}
 }
@@ -204,10 +211,10 @@ func (p ioThreadPlan) assigner() ioThreadAssigner {
 }
 
 // next returns the IO thread of the next virtio disk in spec order, or 0
-// when the plan has none.
+// when the plan has none (a supplemental pool serves every disk).
 func (a *ioThreadAssigner) next(disk *v1.Disk) uint {
 	switch {
-	case a.plan.total == 0:
+	case a.plan.total == 0, a.plan.pool > 0:
 		return 0
 	case hasDedicatedIOThread(disk):
 		a.nextFixed++
@@ -233,14 +240,17 @@ type cpuPins struct {
 	// fewer (the cpu area refuses the VMI).
 	need, emulatorCPUs uint
 	short              bool
-	// vcpus and emulator are the host CPUs of the booted vCPUs and of the
-	// emulator thread (empty when short).
-	vcpus, emulator []uint
+	// vcpus, pool and emulator are the host CPUs of the booted vCPUs, of
+	// the supplemental pool's IO threads and of the emulator thread (empty
+	// when short).
+	vcpus, pool, emulator []uint
 }
 
-// planPins picks the host CPUs of vmi's booted vCPUs (vcpus of them) from
-// cpuSet.
-func planPins(vmi *v1.VirtualMachineInstance, vcpus uint, cpuSet []uint) cpuPins {
+// planPins picks the host CPUs of vmi's booted vCPUs (vcpus of them), of
+// its supplemental pool's IO threads (pool of them) and of its emulator
+// thread from cpuSet, in that order, as KubeVirt's CPU pool hands them out
+// (the emulator's parity counts the pool's CPUs).
+func planPins(vmi *v1.VirtualMachineInstance, vcpus, pool uint, cpuSet []uint) cpuPins {
 	cpu := vmi.Spec.Domain.CPU
 	if cpu == nil || !cpu.DedicatedCPUPlacement {
 		return cpuPins{}
@@ -248,16 +258,16 @@ func planPins(vmi *v1.VirtualMachineInstance, vcpus uint, cpuSet []uint) cpuPins
 	emulator := uint(0)
 	if cpu.IsolateEmulatorThread {
 		emulator = 1
-		if _, ok := vmi.Annotations[v1.EmulatorThreadCompleteToEvenParity]; ok && vcpus%2 == 0 {
+		if _, ok := vmi.Annotations[v1.EmulatorThreadCompleteToEvenParity]; ok && (vcpus+pool)%2 == 0 {
 			emulator = 2
 		}
 	}
-	p := cpuPins{dedicated: true, need: vcpus + emulator, emulatorCPUs: emulator}
-	if have := uint(len(cpuSet)); vcpus > have || have-vcpus < emulator {
+	p := cpuPins{dedicated: true, need: vcpus + pool + emulator, emulatorCPUs: emulator}
+	if have := uint(len(cpuSet)); vcpus > have || have-vcpus < pool+emulator {
 		p.short = true
 		return p
 	}
-	p.vcpus, p.emulator = cpuSet[:vcpus], cpuSet[vcpus:p.need]
+	p.vcpus, p.pool, p.emulator = cpuSet[:vcpus], cpuSet[vcpus:vcpus+pool], cpuSet[vcpus+pool:p.need]
 	return p
 }
 

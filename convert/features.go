@@ -1,7 +1,6 @@
 package convert
 
 import (
-	"k8s.io/apimachinery/pkg/util/validation/field"
 	v1 "kubevirt.io/api/core/v1"
 	"libvirt.org/go/libvirtxml"
 )
@@ -42,7 +41,7 @@ func (c *converter) features(d *libvirtxml.Domain) error {
 		if smm {
 			fl.SMM = &more.smm
 		}
-		hv, err := hyperv(f)
+		hv, err := hyperv(f, &c.opts.HostFacts)
 		if err != nil {
 			return err
 		}
@@ -86,8 +85,9 @@ type featureParts struct {
 
 // hyperv returns the <hyperv> element of features.hyperv (each
 // enlightenment that is set, on or off) or, without it, of
-// features.hypervPassthrough (api.Validate refuses both at once).
-func hyperv(f *v1.Features) (*libvirtxml.DomainFeatureHyperV, error) {
+// features.hypervPassthrough (api.Validate refuses both at once). The direct
+// and extended TLB flushes are refused where host lacks them.
+func hyperv(f *v1.Features, host *HostFacts) (*libvirtxml.DomainFeatureHyperV, error) {
 	h := f.Hyperv
 	if h == nil {
 		if f.HypervPassthrough != nil && optionalOn(f.HypervPassthrough.Enabled) {
@@ -143,14 +143,21 @@ func hyperv(f *v1.Features) (*libvirtxml.DomainFeatureHyperV, error) {
 	}
 	if t := h.TLBFlush; t != nil {
 		// libvirt 9.0 (Debian 12) knows <tlbflush> only as a switch; its
-		// direct and extended flushes came later, and its schema refuses them.
+		// direct and extended flushes came in 9.1.
 		for _, sub := range []struct {
-			set  bool
+			vmi  *v1.FeatureState
+			set  **libvirtxml.DomainFeatureState
+			part *libvirtxml.DomainFeatureState
 			name string
-		}{{t.Direct != nil, "direct"}, {t.Extended != nil, "extended"}} {
-			if sub.set {
-				return nil, field.Forbidden(hypervPath.Child("tlbflush", sub.name), "libvirt 9.0 has no direct or extended Hyper-V TLB flush")
+		}{{t.Direct, &parts.tlbFlush.Direct, &parts.tlbDirect, "direct"}, {t.Extended, &parts.tlbFlush.Extended, &parts.tlbExtended, "extended"}} {
+			if sub.vmi == nil {
+				continue
 			}
+			if !host.Has(LackTLBFlushDirectExtended) {
+				return nil, refuseLack(hypervPath.Child("tlbflush", sub.name), LackTLBFlushDirectExtended)
+			}
+			sub.part.State = boolOnOff(optionalOn(sub.vmi.Enabled))
+			*sub.set = sub.part
 		}
 		parts.tlbFlush.State = boolOnOff(optionalOn(t.Enabled))
 		hv.TLBFlush = &parts.tlbFlush
@@ -168,4 +175,6 @@ type hypervParts struct {
 	stimer       libvirtxml.DomainFeatureHyperVSTimer
 	stimerDirect libvirtxml.DomainFeatureState
 	tlbFlush     libvirtxml.DomainFeatureHyperVTLBFlush
+	tlbDirect    libvirtxml.DomainFeatureState
+	tlbExtended  libvirtxml.DomainFeatureState
 }

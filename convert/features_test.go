@@ -41,13 +41,14 @@ func TestFeaturesRefusals(t *testing.T) {
 		path string
 		want string
 		// api: the rule is the VMI's alone, api.Validate's; the others
-		// are what libvirt 9.0 cannot do, the features area's.
+		// are what libvirt 9.0 cannot do, the features area's (converted
+		// for a host that lacks all of debian12).
 		api bool
 	}{
 		{"vendor id without value", v1.Features{Hyperv: &v1.FeatureHyperv{VendorID: &v1.FeatureVendorID{}}}, "spec.domain.features.hyperv.vendorid.vendorid", "needs a value", true},
 		{"vendor id too long", v1.Features{Hyperv: &v1.FeatureHyperv{VendorID: &v1.FeatureVendorID{VendorID: "0123456789abc"}}}, "spec.domain.features.hyperv.vendorid.vendorid", "more than 12 bytes", true},
 		{"vendor id with a comma", v1.Features{Hyperv: &v1.FeatureHyperv{VendorID: &v1.FeatureVendorID{VendorID: "a,b"}}}, "spec.domain.features.hyperv.vendorid.vendorid", "comma", true},
-		{"tlbflush extended", v1.Features{Hyperv: &v1.FeatureHyperv{TLBFlush: &v1.TLBFlush{Extended: &v1.FeatureState{}}}}, "spec.domain.features.hyperv.tlbflush.extended", "libvirt 9.0", false},
+		{"tlbflush extended", v1.Features{Hyperv: &v1.FeatureHyperv{TLBFlush: &v1.TLBFlush{Extended: &v1.FeatureState{}}}}, "spec.domain.features.hyperv.tlbflush.extended", "libvirt 9.1 added them", false},
 		{"both Hyper-V modes", v1.Features{Hyperv: &v1.FeatureHyperv{}, HypervPassthrough: &v1.HyperVPassthrough{Enabled: &on}}, "spec.domain.features.hyperv", "not both", true},
 	}
 	for _, tc := range cases {
@@ -58,7 +59,7 @@ func TestFeaturesRefusals(t *testing.T) {
 				refusedByAPI(t, vmi, tc.path, tc.want)
 				return
 			}
-			_, _, err := runArea(t, vmi, nil, (*converter).features)
+			_, _, err := runArea(t, vmi, func(o *Options) { o.HostFacts.Lacks = debian12 }, (*converter).features)
 			fieldErr(t, err, tc.path, tc.want)
 		})
 	}
@@ -71,5 +72,26 @@ func TestSysinfoEmpty(t *testing.T) {
 	d, _, err := runArea(t, vmi, func(o *Options) { o.SMBIOS = SMBIOS{} }, (*converter).sysinfo)
 	if err != nil || len(d.SysInfo) != 1 || d.SysInfo[0].SMBIOS == nil || d.SysInfo[0].SMBIOS.System != nil || d.SysInfo[0].SMBIOS.Chassis != nil {
 		t.Errorf("sysinfo = %+v, %v", d.SysInfo, err)
+	}
+}
+
+// debian12 are the forms Debian 12's libvirt 9.0 lacks of KubeVirt's.
+var debian12 = []Lack{LackSlotlessMaxMemory, LackDiscardGranularity, LackTLBFlushDirectExtended, LackDiskIOThreads}
+
+// With KubeVirt's libvirt (no facts), tlbflush's direct and extended
+// flushes are written as KubeVirt writes them: each on or off as the VMI
+// says, on when it leaves enabled out.
+func TestFeaturesTLBFlushForms(t *testing.T) {
+	off := false
+	vmi := computeVMI(nil)
+	vmi.Spec.Domain.Features = &v1.Features{Hyperv: &v1.FeatureHyperv{TLBFlush: &v1.TLBFlush{
+		Direct: &v1.FeatureState{}, Extended: &v1.FeatureState{Enabled: &off}}}}
+	d, _, err := runArea(t, vmi, nil, (*converter).features)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tf := d.Features.HyperV.TLBFlush
+	if tf == nil || tf.State != "on" || tf.Direct == nil || tf.Direct.State != "on" || tf.Extended == nil || tf.Extended.State != "off" {
+		t.Errorf("tlbflush = %+v", tf)
 	}
 }

@@ -82,7 +82,22 @@ func runCase(t *testing.T, dir string) {
 	}
 	checkDeterministic(t, c, first)
 	golden.CheckRoundTrip(t, c.Domain)
+	if form, ok := newerLibvirtCases[filepath.Base(dir)]; ok {
+		t.Logf("schema not checked: the domain has %s, a form of KubeVirt's libvirt that this host's schema may lack", form)
+		return
+	}
 	golden.CheckSchema(t, filepath.Join(dir, fixtures.DomainFile))
+}
+
+// newerLibvirtCases are the cases converted for KubeVirt's libvirt (no
+// host facts) whose domain has a form that Debian 12's libvirt 9.0, and so
+// its schema, lacks: their schema check is skipped (each has an -err- twin
+// refused for a host that lacks the form).
+var newerLibvirtCases = map[string]convert.Lack{
+	"compute-features-hyperv-tlbflush-direct": convert.LackTLBFlushDirectExtended,
+	"storage-discard-granularity":             convert.LackDiscardGranularity,
+	"storage-iothreads-pool":                  convert.LackDiskIOThreads,
+	"storage-iothreads-pool-dedicated":        convert.LackDiskIOThreads,
 }
 
 // checkDeterministic runs the pipeline again and converts the same VMI

@@ -179,6 +179,9 @@ func (c *converter) domainInterface(path itemPath, iface *v1.Interface, parts *i
 		return nic, false, field.Invalid(path.path(), iface.Name, err.Error())
 	}
 	if att.Type == "user" && att.Backend == "passt" {
+		if !c.opts.HostFacts.Has(LackPasst) {
+			return nic, false, refuseLack(path.path(), LackPasst)
+		}
 		nic.PortForward = passtPortForwards(iface.Ports)
 	}
 

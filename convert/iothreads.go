@@ -3,7 +3,6 @@ package convert
 import (
 	"strconv"
 
-	"k8s.io/apimachinery/pkg/util/validation/field"
 	v1 "kubevirt.io/api/core/v1"
 	"libvirt.org/go/libvirtxml"
 )
@@ -11,21 +10,28 @@ import (
 // iothreads writes the IO threads the plan of spec.domain.ioThreadsPolicy
 // gives (facts.ioThreads: <iothreads>, and each virtio disk's thread, which
 // the disks area writes) and, for a VMI with dedicated CPUs, pins them as
-// KubeVirt does (ioThreadPins). The supplementalPool policy is refused:
-// KubeVirt lists every pool thread in each virtio disk's
-// <driver><iothreads>, which libvirt 9.0 does not have (libvirt 10.0 added
-// it).
+// KubeVirt does (ioThreadPins). The supplementalPool policy lists every
+// pool thread in each virtio disk's <driver><iothreads> (the disks area),
+// and pins each pool thread to a host CPU of its own; it is refused where
+// the host's libvirt lacks that form (libvirt 10.0 added it).
 func (c *converter) iothreads(d *libvirtxml.Domain) error {
-	if p := c.spec.Domain.IOThreadsPolicy; p != nil && *p == v1.IOThreadsPolicySupplementalPool {
-		return field.Forbidden(domainPath.Child("ioThreadsPolicy"),
-			"supplementalPool maps disk queues to IO threads (<driver><iothreads>), which libvirt 9.0 does not have")
+	if p := c.spec.Domain.IOThreadsPolicy; p != nil && *p == v1.IOThreadsPolicySupplementalPool && !c.opts.HostFacts.Has(LackDiskIOThreads) {
+		return refuseLack(domainPath.Child("ioThreadsPolicy"), LackDiskIOThreads)
 	}
 	n := c.facts.ioThreads.total
 	d.IOThreads = n
-	if pins := &c.facts.pins; pins.dedicated && !pins.short && n > 0 {
-		tune := cpuTune(d)
-		tune.IOThreadPin = ioThreadPins(pins, n, tune.IOThreadPin)
+	pins := &c.facts.pins
+	if !pins.dedicated || pins.short || n == 0 {
+		return nil
 	}
+	tune := cpuTune(d)
+	if c.facts.ioThreads.pool > 0 {
+		for i, cpu := range pins.pool {
+			tune.IOThreadPin = append(tune.IOThreadPin, libvirtxml.DomainCPUTuneIOThreadPin{IOThread: uint(i) + 1, CPUSet: strconv.FormatUint(uint64(cpu), 10)})
+		}
+		return nil
+	}
+	tune.IOThreadPin = ioThreadPins(pins, n, tune.IOThreadPin)
 	return nil
 }
 

@@ -19,7 +19,7 @@ func (c *converter) memory(d *libvirtxml.Domain) error {
 	d.Memory = &c.parts.memory
 
 	guest, _ := guestMemory(&c.spec.Domain)
-	if m := c.spec.Domain.Memory; m != nil && m.MaxGuest != nil && !m.MaxGuest.Equal(guest) && !c.opts.NoMemoryHotplug {
+	if m := c.spec.Domain.Memory; m != nil && m.MaxGuest != nil && !m.MaxGuest.Equal(guest) && c.opts.HostFacts.Has(LackSlotlessMaxMemory) {
 		// KubeVirt writes slots="0": memory is hotplugged as a virtio-mem
 		// device, not as DIMMs. libvirtxml leaves a zero slot count out;
 		// domain.Marshal writes it back.

@@ -10,7 +10,7 @@ import (
 
 // maxMemory follows KubeVirt's MemoryConfigurator: written when maxGuest
 // differs from guest (reference vmi-windows: 2Gi and 8Gi), left out with
-// Options.NoMemoryHotplug.
+// a host that lacks slotless memory hotplug (LackSlotlessMaxMemory).
 func TestMemoryHotplug(t *testing.T) {
 	vmi := computeVMI(nil)
 	maxGuest := resource.MustParse("4Gi")
@@ -22,9 +22,9 @@ func TestMemoryHotplug(t *testing.T) {
 	if d.Memory.Value != 1<<30 || d.Memory.Unit != "b" || d.MaximumMemory == nil || d.MaximumMemory.Value != 4<<30 || d.MaximumMemory.Slots != 0 {
 		t.Errorf("memory %+v, maxMemory %+v", d.Memory, d.MaximumMemory)
 	}
-	d, _, _ = runArea(t, vmi, func(o *Options) { o.NoMemoryHotplug = true }, (*converter).memory)
+	d, _, _ = runArea(t, vmi, func(o *Options) { o.HostFacts.Lacks = []Lack{LackSlotlessMaxMemory} }, (*converter).memory)
 	if d.MaximumMemory != nil {
-		t.Errorf("NoMemoryHotplug: maxMemory %+v", d.MaximumMemory)
+		t.Errorf("LackSlotlessMaxMemory: maxMemory %+v", d.MaximumMemory)
 	}
 	same := resource.MustParse("1Gi")
 	vmi.Spec.Domain.Memory.MaxGuest = &same

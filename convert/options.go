@@ -44,10 +44,10 @@ type Options struct {
 	// unless the VMI turns it off.
 	SerialConsoleLog bool
 
-	// NoMemoryHotplug leaves <maxMemory> out even when the VMI has a
-	// spec.domain.memory.maxGuest, for libvirt versions that refuse memory
-	// hotplug without slots (Debian's libvirt 9.0 among them).
-	NoMemoryHotplug bool
+	// HostFacts are what the host's libvirt and QEMU can give a domain
+	// (package hostcaps reads them). The zero value is KubeVirt's libvirt:
+	// nothing is checked and KubeVirt's forms are written.
+	HostFacts HostFacts
 
 	// HugepageSize writes the page size of spec.domain.memory.hugepages
 	// into <memoryBacking><hugepages>. KubeVirt leaves it out (its pod has

@@ -22,6 +22,9 @@ func (c *converter) os(d *libvirtxml.Domain) error {
 	o.Type = &p.osType
 	o.SMBios = &p.osSMBios
 	if m := c.spec.Domain.Machine; m != nil {
+		if err := c.opts.HostFacts.checkMachine(m.Type); err != nil {
+			return err
+		}
 		o.Type.Machine = m.Type
 	}
 	if c.vmi.ShouldStartPaused() {

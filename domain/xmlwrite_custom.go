@@ -573,3 +573,31 @@ func (w *xmlWriter) elemDomainTPMBackend(_ string, v *libvirtxml.DomainTPMBacken
 		w.unhandled()
 	}
 }
+
+// elemDomainFilesystem writes a filesystem with its type attribute first,
+// from its source: the converter makes mount sources (virtiofs).
+func (w *xmlWriter) elemDomainFilesystem(_ string, v *libvirtxml.DomainFilesystem) {
+	if s := v.Source; s != nil && (s.Block != nil || s.File != nil || s.Template != nil || s.RAM != nil || s.Bind != nil || s.Volume != nil) {
+		w.unhandled()
+		return
+	}
+	w.start("filesystem")
+	if v.Source != nil && v.Source.Mount != nil {
+		w.attrString("type", "mount")
+	}
+	w.attrsDomainFilesystem(v)
+	w.startEnd()
+	w.childrenDomainFilesystem(v)
+	w.end("filesystem")
+}
+
+// elemDomainFilesystemSource writes a mount source; one without a variant
+// is left out, as libvirtxml leaves it out.
+func (w *xmlWriter) elemDomainFilesystemSource(name string, v *libvirtxml.DomainFilesystemSource) {
+	switch {
+	case v.Mount != nil:
+		w.elemDomainFilesystemSourceMount(name, v.Mount)
+	case v.Block != nil, v.File != nil, v.Template != nil, v.RAM != nil, v.Bind != nil, v.Volume != nil:
+		w.unhandled()
+	}
+}

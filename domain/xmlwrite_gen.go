@@ -1056,8 +1056,8 @@ func (w *xmlWriter) childrenDomainDeviceList(v *libvirtxml.DomainDeviceList) {
 	if !(len(v.Leases) == 0) {
 		w.unhandled()
 	}
-	if !(len(v.Filesystems) == 0) {
-		w.unhandled()
+	for i := range v.Filesystems {
+		w.elemDomainFilesystem("filesystem", &v.Filesystems[i])
 	}
 	for i := range v.Interfaces {
 		w.elemDomainInterface("interface", &v.Interfaces[i])
@@ -1343,8 +1343,8 @@ func (w *xmlWriter) attrsDomainDiskDriver(v *libvirtxml.DomainDiskDriver) {
 
 // childrenDomainDiskDriver writes the child elements and text of a libvirtxml.DomainDiskDriver.
 func (w *xmlWriter) childrenDomainDiskDriver(v *libvirtxml.DomainDiskDriver) {
-	if !(v.IOThreads == nil) {
-		w.unhandled()
+	if v.IOThreads != nil {
+		w.elemDomainDiskIOThreads("iothreads", v.IOThreads)
 	}
 	if !(v.MetadataCache == nil) {
 		w.unhandled()
@@ -1381,6 +1381,65 @@ func (w *xmlWriter) elemDomainDiskFormat(name string, v *libvirtxml.DomainDiskFo
 	w.attrsDomainDiskFormat(v)
 	w.startEnd()
 	w.childrenDomainDiskFormat(v)
+	w.end(name)
+}
+
+// attrsDomainDiskIOThread writes the attributes of a libvirtxml.DomainDiskIOThread.
+func (w *xmlWriter) attrsDomainDiskIOThread(v *libvirtxml.DomainDiskIOThread) {
+	w.attrUint("id", uint64(v.ID))
+}
+
+// childrenDomainDiskIOThread writes the child elements and text of a libvirtxml.DomainDiskIOThread.
+func (w *xmlWriter) childrenDomainDiskIOThread(v *libvirtxml.DomainDiskIOThread) {
+	for i := range v.Queues {
+		w.elemDomainDiskIOThreadQueue("queue", &v.Queues[i])
+	}
+}
+
+// elemDomainDiskIOThread writes a libvirtxml.DomainDiskIOThread as the element name.
+func (w *xmlWriter) elemDomainDiskIOThread(name string, v *libvirtxml.DomainDiskIOThread) {
+	w.start(name)
+	w.attrsDomainDiskIOThread(v)
+	w.startEnd()
+	w.childrenDomainDiskIOThread(v)
+	w.end(name)
+}
+
+// attrsDomainDiskIOThreadQueue writes the attributes of a libvirtxml.DomainDiskIOThreadQueue.
+func (w *xmlWriter) attrsDomainDiskIOThreadQueue(v *libvirtxml.DomainDiskIOThreadQueue) {
+	w.attrUint("id", uint64(v.ID))
+}
+
+// childrenDomainDiskIOThreadQueue writes the child elements and text of a libvirtxml.DomainDiskIOThreadQueue.
+func (w *xmlWriter) childrenDomainDiskIOThreadQueue(v *libvirtxml.DomainDiskIOThreadQueue) {
+}
+
+// elemDomainDiskIOThreadQueue writes a libvirtxml.DomainDiskIOThreadQueue as the element name.
+func (w *xmlWriter) elemDomainDiskIOThreadQueue(name string, v *libvirtxml.DomainDiskIOThreadQueue) {
+	w.start(name)
+	w.attrsDomainDiskIOThreadQueue(v)
+	w.startEnd()
+	w.childrenDomainDiskIOThreadQueue(v)
+	w.end(name)
+}
+
+// attrsDomainDiskIOThreads writes the attributes of a libvirtxml.DomainDiskIOThreads.
+func (w *xmlWriter) attrsDomainDiskIOThreads(v *libvirtxml.DomainDiskIOThreads) {
+}
+
+// childrenDomainDiskIOThreads writes the child elements and text of a libvirtxml.DomainDiskIOThreads.
+func (w *xmlWriter) childrenDomainDiskIOThreads(v *libvirtxml.DomainDiskIOThreads) {
+	for i := range v.IOThread {
+		w.elemDomainDiskIOThread("iothread", &v.IOThread[i])
+	}
+}
+
+// elemDomainDiskIOThreads writes a libvirtxml.DomainDiskIOThreads as the element name.
+func (w *xmlWriter) elemDomainDiskIOThreads(name string, v *libvirtxml.DomainDiskIOThreads) {
+	w.start(name)
+	w.attrsDomainDiskIOThreads(v)
+	w.startEnd()
+	w.childrenDomainDiskIOThreads(v)
 	w.end(name)
 }
 
@@ -1962,6 +2021,196 @@ func (w *xmlWriter) elemDomainFeatureState(name string, v *libvirtxml.DomainFeat
 	w.attrsDomainFeatureState(v)
 	w.startEnd()
 	w.childrenDomainFeatureState(v)
+	w.end(name)
+}
+
+// attrsDomainFilesystem writes the attributes of a libvirtxml.DomainFilesystem.
+func (w *xmlWriter) attrsDomainFilesystem(v *libvirtxml.DomainFilesystem) {
+	if !(v.AccessMode == "") {
+		w.attrString("accessmode", string(v.AccessMode))
+	}
+	if !(v.Model == "") {
+		w.attrString("model", string(v.Model))
+	}
+	if !(v.MultiDevs == "") {
+		w.attrString("multidevs", string(v.MultiDevs))
+	}
+	if !(v.FMode == "") {
+		w.attrString("fmode", string(v.FMode))
+	}
+	if !(v.DMode == "") {
+		w.attrString("dmode", string(v.DMode))
+	}
+}
+
+// childrenDomainFilesystem writes the child elements and text of a libvirtxml.DomainFilesystem.
+func (w *xmlWriter) childrenDomainFilesystem(v *libvirtxml.DomainFilesystem) {
+	if v.Driver != nil {
+		w.elemDomainFilesystemDriver("driver", v.Driver)
+	}
+	if v.Binary != nil {
+		w.elemDomainFilesystemBinary("binary", v.Binary)
+	}
+	if !(v.IDMap == nil) {
+		w.unhandled()
+	}
+	if v.Source != nil {
+		w.elemDomainFilesystemSource("source", v.Source)
+	}
+	if v.Target != nil {
+		w.elemDomainFilesystemTarget("target", v.Target)
+	}
+	if !(v.ReadOnly == nil) {
+		w.unhandled()
+	}
+	if !(v.SpaceHardLimit == nil) {
+		w.unhandled()
+	}
+	if !(v.SpaceSoftLimit == nil) {
+		w.unhandled()
+	}
+	if v.Boot != nil {
+		w.elemDomainDeviceBoot("boot", v.Boot)
+	}
+	if v.ACPI != nil {
+		w.elemDomainDeviceACPI("acpi", v.ACPI)
+	}
+	if v.Alias != nil {
+		w.elemDomainAlias("alias", v.Alias)
+	}
+	if v.Address != nil {
+		w.elemDomainAddress("address", v.Address)
+	}
+}
+
+// attrsDomainFilesystemBinary writes the attributes of a libvirtxml.DomainFilesystemBinary.
+func (w *xmlWriter) attrsDomainFilesystemBinary(v *libvirtxml.DomainFilesystemBinary) {
+	if !(v.Path == "") {
+		w.attrString("path", string(v.Path))
+	}
+	if !(v.XAttr == "") {
+		w.attrString("xattr", string(v.XAttr))
+	}
+}
+
+// childrenDomainFilesystemBinary writes the child elements and text of a libvirtxml.DomainFilesystemBinary.
+func (w *xmlWriter) childrenDomainFilesystemBinary(v *libvirtxml.DomainFilesystemBinary) {
+	if !(v.Cache == nil) {
+		w.unhandled()
+	}
+	if !(v.Sandbox == nil) {
+		w.unhandled()
+	}
+	if !(v.Lock == nil) {
+		w.unhandled()
+	}
+	if !(v.ThreadPool == nil) {
+		w.unhandled()
+	}
+	if !(v.OpenFiles == nil) {
+		w.unhandled()
+	}
+}
+
+// elemDomainFilesystemBinary writes a libvirtxml.DomainFilesystemBinary as the element name.
+func (w *xmlWriter) elemDomainFilesystemBinary(name string, v *libvirtxml.DomainFilesystemBinary) {
+	w.start(name)
+	w.attrsDomainFilesystemBinary(v)
+	w.startEnd()
+	w.childrenDomainFilesystemBinary(v)
+	w.end(name)
+}
+
+// attrsDomainFilesystemDriver writes the attributes of a libvirtxml.DomainFilesystemDriver.
+func (w *xmlWriter) attrsDomainFilesystemDriver(v *libvirtxml.DomainFilesystemDriver) {
+	if !(v.Type == "") {
+		w.attrString("type", string(v.Type))
+	}
+	if !(v.Format == "") {
+		w.attrString("format", string(v.Format))
+	}
+	if !(v.Name == "") {
+		w.attrString("name", string(v.Name))
+	}
+	if !(v.WRPolicy == "") {
+		w.attrString("wrpolicy", string(v.WRPolicy))
+	}
+	if !(v.IOMMU == "") {
+		w.attrString("iommu", string(v.IOMMU))
+	}
+	if !(v.ATS == "") {
+		w.attrString("ats", string(v.ATS))
+	}
+	if !(v.Packed == "") {
+		w.attrString("packed", string(v.Packed))
+	}
+	if !(v.PagePerVQ == "") {
+		w.attrString("page_per_vq", string(v.PagePerVQ))
+	}
+	if !(v.Queue == 0) {
+		w.attrUint("queue", uint64(v.Queue))
+	}
+}
+
+// childrenDomainFilesystemDriver writes the child elements and text of a libvirtxml.DomainFilesystemDriver.
+func (w *xmlWriter) childrenDomainFilesystemDriver(v *libvirtxml.DomainFilesystemDriver) {
+}
+
+// elemDomainFilesystemDriver writes a libvirtxml.DomainFilesystemDriver as the element name.
+func (w *xmlWriter) elemDomainFilesystemDriver(name string, v *libvirtxml.DomainFilesystemDriver) {
+	w.start(name)
+	w.attrsDomainFilesystemDriver(v)
+	w.startEnd()
+	w.childrenDomainFilesystemDriver(v)
+	w.end(name)
+}
+
+// attrsDomainFilesystemSource writes the attributes of a libvirtxml.DomainFilesystemSource.
+func (w *xmlWriter) attrsDomainFilesystemSource(v *libvirtxml.DomainFilesystemSource) {
+}
+
+// childrenDomainFilesystemSource writes the child elements and text of a libvirtxml.DomainFilesystemSource.
+func (w *xmlWriter) childrenDomainFilesystemSource(v *libvirtxml.DomainFilesystemSource) {
+}
+
+// attrsDomainFilesystemSourceMount writes the attributes of a libvirtxml.DomainFilesystemSourceMount.
+func (w *xmlWriter) attrsDomainFilesystemSourceMount(v *libvirtxml.DomainFilesystemSourceMount) {
+	if !(v.Dir == "") {
+		w.attrString("dir", string(v.Dir))
+	}
+	if !(v.Socket == "") {
+		w.attrString("socket", string(v.Socket))
+	}
+}
+
+// childrenDomainFilesystemSourceMount writes the child elements and text of a libvirtxml.DomainFilesystemSourceMount.
+func (w *xmlWriter) childrenDomainFilesystemSourceMount(v *libvirtxml.DomainFilesystemSourceMount) {
+}
+
+// elemDomainFilesystemSourceMount writes a libvirtxml.DomainFilesystemSourceMount as the element name.
+func (w *xmlWriter) elemDomainFilesystemSourceMount(name string, v *libvirtxml.DomainFilesystemSourceMount) {
+	w.start(name)
+	w.attrsDomainFilesystemSourceMount(v)
+	w.startEnd()
+	w.childrenDomainFilesystemSourceMount(v)
+	w.end(name)
+}
+
+// attrsDomainFilesystemTarget writes the attributes of a libvirtxml.DomainFilesystemTarget.
+func (w *xmlWriter) attrsDomainFilesystemTarget(v *libvirtxml.DomainFilesystemTarget) {
+	w.attrString("dir", string(v.Dir))
+}
+
+// childrenDomainFilesystemTarget writes the child elements and text of a libvirtxml.DomainFilesystemTarget.
+func (w *xmlWriter) childrenDomainFilesystemTarget(v *libvirtxml.DomainFilesystemTarget) {
+}
+
+// elemDomainFilesystemTarget writes a libvirtxml.DomainFilesystemTarget as the element name.
+func (w *xmlWriter) elemDomainFilesystemTarget(name string, v *libvirtxml.DomainFilesystemTarget) {
+	w.start(name)
+	w.attrsDomainFilesystemTarget(v)
+	w.startEnd()
+	w.childrenDomainFilesystemTarget(v)
 	w.end(name)
 }
 

@@ -27,7 +27,7 @@ func layouts() []struct {
 } {
 	host := convert.KubeVirtOptions()
 	host.DomainType = "qemu"
-	host.NoMemoryHotplug = true
+	host.HostFacts.Lacks = []convert.Lack{convert.LackSlotlessMaxMemory}
 	host.Layout = convert.HostLayout{
 		StateDir:   "/var/lib/vmi2libvirt/vmis",
 		ImageStore: "/var/lib/vmi2libvirt/images",

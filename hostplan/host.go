@@ -16,7 +16,7 @@ type Host struct {
 	// Owner names the launcher; every domain it defines records it.
 	Owner string
 	// Options are the converter's options on this host, its facts
-	// included (DomainType, EFI, NoMemoryHotplug...). Options.Layout must
+	// included (DomainType, EFI, HostFacts...). Options.Layout must
 	// be a convert.HostLayout with an absolute StateDir (and ImageStore,
 	// for images not resolved): it places every file of the VMI. Make gives the converter a copy with
 	// the VMI's resolved images in the layout's Images.

@@ -48,7 +48,9 @@ type Config struct {
 	// Options.DomainType must be empty (Layout, Emulate), and the launcher
 	// turns on what every plain host needs — a serial console log
 	// (SerialConsoleLog), explicit hugepage sizes (HugepageSize) — and
-	// NoMemoryHotplug where libvirt refuses KubeVirt's memory hotplug.
+	// sets Options.HostFacts from what it reads of libvirt (hostcaps.Facts),
+	// unless Options.HostFacts is set: then those facts are the host's (a
+	// test's override; production leaves it zero).
 	Options convert.Options
 
 	// Emulate forces domain type "qemu" (TCG emulation) even where KVM is

@@ -5,28 +5,31 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"reflect"
+	"slices"
 	"time"
 
 	"libvirt.org/go/libvirt"
 	"libvirt.org/go/libvirtxml"
 
 	"github.com/vmi2libvirt/vmi2libvirt/convert"
+	"github.com/vmi2libvirt/vmi2libvirt/hostcaps"
 	"github.com/vmi2libvirt/vmi2libvirt/hostplan"
 	"github.com/vmi2libvirt/vmi2libvirt/internal/hostfiles"
 )
 
 // hostFacts are what the launcher probes of the host once per connection.
 type hostFacts struct {
-	// libVersion is libvirt's version, major*1e6 + minor*1e3 + release.
-	libVersion uint32
+	// facts are what libvirt and QEMU can give a domain, read from the
+	// documents by hostcaps.Facts.
+	facts convert.HostFacts
 	// kvm tells whether libvirt can run KVM domains.
 	kvm bool
 	// efi are the OVMF files found, zero when none.
 	efi convert.EFIFirmware
-	// memoryHotplug tells whether libvirt defines a domain with
-	// <maxMemory> and no memory slots (virtio-mem hotplug, as KubeVirt
-	// writes it); Debian 12's libvirt 9.0 does not.
-	memoryHotplug bool
 	// qemu is the user QEMU runs as (Config.Sources.QEMUUser), nil when
 	// ownership is left alone.
 	qemu *hostplan.User
@@ -34,8 +37,18 @@ type hostFacts struct {
 	slowest time.Duration
 }
 
+// HostFacts returns what this host's libvirt and QEMU can give a domain,
+// as the launcher read them on its current connection (the facts its plans
+// are made with, unless Config.Options.HostFacts overrides them): machine
+// types, CPU models, the host-model CPU, firmware, NUMA topology and the
+// forms of KubeVirt's domain the host lacks.
+func (l *Launcher) HostFacts(ctx context.Context) (convert.HostFacts, error) {
+	f, err := l.hostFacts(ctx)
+	return f.facts, err
+}
+
 // hostFacts returns the host facts of the current connection, probing them
-// on first use.
+// on first use (again after a reconnect).
 func (l *Launcher) hostFacts(ctx context.Context) (hostFacts, error) {
 	l.factsMu.Lock()
 	defer l.factsMu.Unlock()
@@ -48,7 +61,7 @@ func (l *Launcher) hostFacts(ctx context.Context) (hostFacts, error) {
 			return nil
 		}
 		var err error
-		if f, err = probe(c); err != nil {
+		if f, err = probe(c, l.cfg.Emulate); err != nil {
 			return err
 		}
 		if f.qemu, err = hostfiles.QEMUUser(l.cfg.Sources.QEMUUser); err != nil {
@@ -58,21 +71,30 @@ func (l *Launcher) hostFacts(ctx context.Context) (hostFacts, error) {
 		return nil
 	})
 	if err == nil && !cached {
-		l.log.Info("host probed", "libvirt", f.libVersion, "kvm", f.kvm, "ovmf", f.efi.Code, "memory hotplug", f.memoryHotplug, "took", time.Since(began))
+		l.log.Info("host probed", "libvirt", f.facts.Libvirt, "qemu", f.facts.QEMU, "kvm", f.kvm, "machine", f.facts.Machine,
+			"cpu models", len(f.facts.CPUModels), "ovmf", f.efi.Code, "lacks", f.facts.Lacks, "took", time.Since(began))
 		l.checkHostHealth(f)
 	}
 	return f, err
 }
 
-// probe asks libvirt for the host facts.
-func probe(c *libvirt.Connect) (hostFacts, error) {
+// firmwareDir holds QEMU's firmware descriptors.
+const firmwareDir = "/usr/share/qemu/firmware"
+
+// probe reads the host's documents from libvirt (its capabilities, its
+// domain capabilities for q35 and the domain type the launcher uses,
+// which probe domains it defines), QEMU's firmware descriptors and which
+// programs are installed, and turns them into facts (hostcaps.Facts).
+func probe(c *libvirt.Connect, emulate bool) (hostFacts, error) {
 	var f hostFacts
-	v, err := c.GetLibVersion()
-	if err != nil {
+	var docs hostcaps.Documents
+	var err error
+	if docs.Libvirt, err = c.GetLibVersion(); err != nil {
 		return f, wrapErr(err, "read libvirt version")
 	}
-	f.libVersion = v
-	virtType := "qemu"
+	if docs.QEMU, err = c.GetVersion(); err != nil {
+		return f, wrapErr(err, "read QEMU version")
+	}
 	timed := func(call func()) {
 		began := time.Now()
 		call()
@@ -80,35 +102,73 @@ func probe(c *libvirt.Connect) (hostFacts, error) {
 	}
 	var kvmErr error
 	timed(func() { _, kvmErr = c.GetDomainCapabilities("", "x86_64", "", "kvm", 0) })
+	virtType := "qemu"
 	if kvmErr == nil {
-		f.kvm, virtType = true, "kvm"
-	}
-	var loaders []string
-	var raw string
-	var capsErr error
-	timed(func() { raw, capsErr = c.GetDomainCapabilities("", "x86_64", "q35", virtType, 0) })
-	if capsErr == nil {
-		caps := &libvirtxml.DomainCaps{}
-		if caps.Unmarshal(raw) == nil && caps.OS != nil && caps.OS.Loader != nil {
-			loaders = caps.OS.Loader.Values
+		f.kvm = true
+		if !emulate {
+			virtType = "kvm"
 		}
 	}
+	var raw, capsXML string
+	var capsErr error
+	timed(func() { raw, capsErr = c.GetDomainCapabilities("", "x86_64", "q35", virtType, 0) })
+	if capsErr != nil {
+		return f, wrapErr(capsErr, "read domain capabilities")
+	}
+	timed(func() { capsXML, capsErr = c.GetCapabilities() })
+	if capsErr != nil {
+		return f, wrapErr(capsErr, "read capabilities")
+	}
+	docs.DomainCapabilities, docs.Capabilities = []byte(raw), []byte(capsXML)
+	var loaders []string
+	if caps := (&libvirtxml.DomainCaps{}); caps.Unmarshal(raw) == nil && caps.OS != nil && caps.OS.Loader != nil {
+		loaders = caps.OS.Loader.Values
+	}
 	f.efi = hostfiles.FindEFI(loaders)
-	f.memoryHotplug = probeMemoryHotplug(c)
+	if docs.Firmware, err = firmwareDescriptors(firmwareDir); err != nil {
+		return f, &HostError{Err: err}
+	}
+	docs.Programs = map[string]bool{}
+	for _, p := range hostcaps.Programs {
+		_, err := exec.LookPath(p)
+		docs.Programs[p] = err == nil
+	}
+	for _, p := range hostcaps.Probes {
+		if !defines(c, p) {
+			docs.Refused = append(docs.Refused, p.Lack)
+		}
+	}
+	if f.facts, err = hostcaps.Facts(docs); err != nil {
+		return f, &HostError{Err: err}
+	}
 	return f, nil
 }
 
-// probeMemoryHotplug tells whether libvirt defines a domain with a
-// <maxMemory> without memory slots, as KubeVirt writes memory hotplug
-// through virtio-mem: it defines a throwaway domain so, and undefines it.
-func probeMemoryHotplug(c *libvirt.Connect) bool {
+// firmwareDescriptors reads the descriptors of dir in name order (none when
+// dir does not exist).
+func firmwareDescriptors(dir string) ([]hostcaps.Descriptor, error) {
+	files, err := filepath.Glob(filepath.Join(dir, "*.json"))
+	if err != nil {
+		return nil, err
+	}
+	slices.Sort(files)
+	out := make([]hostcaps.Descriptor, 0, len(files))
+	for _, file := range files {
+		b, err := os.ReadFile(file)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, hostcaps.Descriptor{Name: filepath.Base(file), JSON: b})
+	}
+	return out, nil
+}
+
+// defines tells whether libvirt defines the probe's throwaway domain (of
+// domain type qemu, validated against its schema); it undefines it again.
+func defines(c *libvirt.Connect, p hostcaps.Probe) bool {
 	var id [6]byte
 	_, _ = rand.Read(id[:])
-	name := "vmi2libvirt-probe-" + hex.EncodeToString(id[:])
-	xml := `<domain type="qemu"><name>` + name + `</name>` +
-		`<maxMemory slots="0" unit="MiB">256</maxMemory><memory unit="MiB">64</memory>` +
-		`<os><type arch="x86_64" machine="q35">hvm</type></os></domain>`
-	dom, err := c.DomainDefineXMLFlags(xml, libvirt.DOMAIN_DEFINE_VALIDATE)
+	dom, err := c.DomainDefineXMLFlags(p.Domain("vmi2libvirt-probe-"+hex.EncodeToString(id[:]), "qemu"), libvirt.DOMAIN_DEFINE_VALIDATE)
 	if err != nil {
 		return false
 	}
@@ -128,7 +188,9 @@ func (l *Launcher) host(f hostFacts) (hostplan.Host, error) {
 	opts.Layout = l.cfg.Layout
 	opts.SerialConsoleLog = true // a VMI may turn it off
 	opts.HugepageSize = true     // a plain host may mount several hugepage sizes
-	opts.NoMemoryHotplug = opts.NoMemoryHotplug || !f.memoryHotplug
+	if reflect.ValueOf(opts.HostFacts).IsZero() {
+		opts.HostFacts = f.facts
+	}
 	switch {
 	case l.cfg.Emulate:
 		opts.DomainType = "qemu"

@@ -258,3 +258,25 @@ func TestStopDeadline(t *testing.T) {
 		t.Errorf("stop of a guest that ignores the power button printed %q", r.stdout)
 	}
 }
+
+// TestHostCommand: host prints the facts the launcher plans with, as text
+// and as convert.HostFacts in JSON.
+func TestHostCommand(t *testing.T) {
+	hosttest.Libvirt(t, launcher.DefaultURI)
+	r := expect(t, exitOK, "", "host", "--emulate", "-o", "json")
+	dec := json.NewDecoder(strings.NewReader(r.stdout))
+	dec.DisallowUnknownFields()
+	var facts convert.HostFacts
+	if err := dec.Decode(&facts); err != nil {
+		t.Fatalf("host -o json is not a convert.HostFacts: %v\n%s", err, r.stdout)
+	}
+	if facts.DomainType != "qemu" || facts.Libvirt == 0 || len(facts.MachineTypes) == 0 || len(facts.CPUModels) == 0 {
+		t.Errorf("facts: %+v", facts)
+	}
+	text := expect(t, exitOK, "", "host", "--emulate").stdout
+	for _, want := range []string{"libvirt:", "domain:        x86_64 qemu " + facts.Machine, "cpu models:    " + strings.Join(facts.CPUModels, " ")} {
+		if !strings.Contains(text, want) {
+			t.Errorf("host does not print %q:\n%s", want, text)
+		}
+	}
+}

@@ -90,7 +90,7 @@ spec:
 		t.Fatal(err)
 	}
 	host := hostplan.Host{Owner: "test", QEMU: qemu,
-		Options: convert.Options{Layout: layout, DomainType: "qemu", SerialConsoleLog: true, NoMemoryHotplug: true}}
+		Options: convert.Options{Layout: layout, DomainType: "qemu", SerialConsoleLog: true, HostFacts: convert.HostFacts{Lacks: []convert.Lack{convert.LackSlotlessMaxMemory}}}}
 	req, err := hostplan.Prepare(vmi, host)
 	if err != nil {
 		t.Fatal(err)

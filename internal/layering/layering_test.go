@@ -51,12 +51,12 @@ func list(t *testing.T, dir string, args ...string) []pkg {
 
 // pure are the packages that read no file, call no libvirt, take no clock
 // or randomness: what they import directly may not be any of impure.
-var pure = []string{"api", "convert", "domain", "pipeline", "hostplan", "internal/vocab"}
+var pure = []string{"api", "convert", "domain", "pipeline", "hostplan", "hostcaps", "internal/vocab"}
 
 var impure = []string{"os", "os/exec", "syscall", "io/ioutil", "math/rand", "math/rand/v2", "crypto/rand", "net/http", "libvirt.org/go/libvirt"}
 
 // cgoFree are the packages that must build without libvirt's C library.
-var cgoFree = []string{"api", "convert", "domain", "pipeline", "hostplan", "stream", "imagestore", "internal/hostfiles", "internal/streamconn", "internal/fanout", "internal/vocab"}
+var cgoFree = []string{"api", "convert", "domain", "pipeline", "hostplan", "hostcaps", "stream", "imagestore", "internal/hostfiles", "internal/streamconn", "internal/fanout", "internal/vocab"}
 
 // TestPurePackages: the pure packages import nothing that reaches the
 // host, and no package meant to build without cgo depends on libvirt's

@@ -38,6 +38,9 @@ var acceptedByConvert = map[string][]string{
 		"bootorder-disk-interface-duplicate", "bootorder-disks-duplicate", "bootorder-interface-2e32",
 		"bootorder-interface-zero", "decode-bootorder-2e63",
 	},
+	"a supplementalPool without a thread count, a discard granularity that is no multiple of the logical size: api's rules (with KubeVirt's libvirt the converter writes the pool it is given, and the granularity)": {
+		"devices-iothreads-pool-no-count", "disks-blocksize-discard",
+	},
 	"the clock offset is a union: that the VMI sets one of utc and timezone is api's rule (the converter takes utc)": {
 		"clock-utc-and-timezone",
 	},

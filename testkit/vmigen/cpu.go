@@ -5,6 +5,8 @@ import (
 
 	k8sv1 "k8s.io/api/core/v1"
 	v1 "kubevirt.io/api/core/v1"
+
+	"github.com/vmi2libvirt/vmi2libvirt/convert"
 )
 
 // cpuModels are the named CPU models drawn: QEMU 7.2's, so that libvirt
@@ -175,7 +177,7 @@ func (g *gen) ioThreadsPolicy() {
 		n := uint32(g.n(1, 2))
 		d.IOThreadsPolicy = ptr(v1.IOThreadsPolicySupplementalPool)
 		d.IOThreads = &v1.DiskIOThreads{SupplementalPoolThreadCount: &n}
-		g.beyond(domainPath.Child("ioThreadsPolicy"))
+		g.beyondWhereLacked(domainPath.Child("ioThreadsPolicy"), convert.LackDiskIOThreads)
 	}
 }
 

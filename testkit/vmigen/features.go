@@ -2,6 +2,8 @@ package vmigen
 
 import (
 	v1 "kubevirt.io/api/core/v1"
+
+	"github.com/vmi2libvirt/vmi2libvirt/convert"
 )
 
 // features draws spec.domain.features: ACPI (never off for EFI, which
@@ -108,10 +110,10 @@ func (g *gen) hyperv() *v1.FeatureHyperv {
 			tp := featuresPath.Child("hyperv", "tlbflush")
 			if g.p(0.5) {
 				h.TLBFlush.Direct = g.state()
-				g.beyond(tp.Child("direct"))
+				g.beyondWhereLacked(tp.Child("direct"), convert.LackTLBFlushDirectExtended)
 			} else {
 				h.TLBFlush.Extended = g.state()
-				g.beyond(tp.Child("extended"))
+				g.beyondWhereLacked(tp.Child("extended"), convert.LackTLBFlushDirectExtended)
 			}
 		}
 	}

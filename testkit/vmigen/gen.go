@@ -3,6 +3,7 @@ package vmigen
 import (
 	"fmt"
 	"math/rand/v2"
+	"slices"
 
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -25,6 +26,7 @@ type gen struct {
 	spec *v1.VirtualMachineInstanceSpec
 
 	refusable []string
+	newer     []convert.Lack
 
 	// names are the names of disks, volumes, interfaces, networks and
 	// devices taken: each becomes a libvirt alias (ua-<name>), and
@@ -115,6 +117,19 @@ func (g *gen) draw() {
 // vocabulary.
 func (g *gen) beyond(p *field.Path) {
 	g.refusable = append(g.refusable, p.String())
+}
+
+// beyondWhereLacked records the field at p, whose form is form: beyond the
+// Supported vocabulary where the Case's Options lack the form (the host
+// layout, Debian 12's libvirt), a newer libvirt's form where they have it.
+func (g *gen) beyondWhereLacked(p *field.Path, form convert.Lack) {
+	if g.host && slices.Contains(debian12Lacks, form) {
+		g.beyond(p)
+		return
+	}
+	if !slices.Contains(g.newer, form) {
+		g.newer = append(g.newer, form)
+	}
 }
 
 // p reports true with probability prob.

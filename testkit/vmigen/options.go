@@ -46,9 +46,9 @@ func (g *gen) options() convert.Options {
 	o.DomainType = "qemu"
 	o.EFI = hostEFI
 	o.CPUSet = append([]uint(nil), hostCPUSet...)
-	// Debian 12's libvirt 9.0 refuses <maxMemory slots="0">, and a plain
+	// What Debian 12's libvirt 9.0 lacks of KubeVirt's forms, and a plain
 	// host may mount several hugepage sizes: as the launcher converts there.
-	o.NoMemoryHotplug = true
+	o.HostFacts.Lacks = append([]convert.Lack(nil), debian12Lacks...)
 	o.HugepageSize = true
 	stateDir := g.cfg.StateDir
 	if stateDir == "" {
@@ -70,4 +70,13 @@ func (g *gen) options() convert.Options {
 	}
 	o.Layout = layout
 	return o
+}
+
+// debian12Lacks are the forms of KubeVirt's domain that Debian 12's libvirt
+// 9.0 does not have, as package hostcaps finds them there.
+var debian12Lacks = []convert.Lack{
+	convert.LackSlotlessMaxMemory,
+	convert.LackDiscardGranularity,
+	convert.LackTLBFlushDirectExtended,
+	convert.LackDiskIOThreads,
 }

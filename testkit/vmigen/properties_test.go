@@ -68,7 +68,7 @@ func TestProperties(t *testing.T) {
 			n := propertyCount()
 			dir := t.TempDir()
 			var files []string
-			refused := 0
+			refused, newer := 0, 0
 			byField := map[string]int{}
 			for i := range n {
 				c := vmigen.Generate(cfg, i)
@@ -88,6 +88,10 @@ func TestProperties(t *testing.T) {
 				if xml == nil {
 					continue // failed, reported
 				}
+				if len(c.NewerForms) > 0 {
+					newer++ // a newer libvirt's domain: this host's schema lacks its forms
+					continue
+				}
 				file := filepath.Join(dir, fmt.Sprintf("%05d.xml", i))
 				if err := os.WriteFile(file, xml, 0o644); err != nil {
 					t.Fatal(err)
@@ -95,7 +99,7 @@ func TestProperties(t *testing.T) {
 				files = append(files, file)
 			}
 			golden.CheckSchemaFiles(t, files)
-			t.Logf("%d VMIs: %d converted (all schema-checked), %d refused", n, len(files), refused)
+			t.Logf("%d VMIs: %d converted and schema-checked, %d converted with a newer libvirt's forms (not schema-checked), %d refused", n, len(files), newer, refused)
 			for _, f := range sortedByCount(byField) {
 				t.Logf("  refused %4d  %s", byField[f], f)
 			}

@@ -399,7 +399,7 @@ func (g *gen) diskOptions(d *v1.Disk, dp *field.Path, kind string, bus v1.DiskBu
 		bs := &v1.CustomBlockSize{Logical: logical, Physical: physical}
 		if g.kv && g.p(0.3) {
 			bs.DiscardGranularity = ptr(logical * uint(pick(g, 1, 2, 8)))
-			g.beyond(dp.Child("blockSize", "custom", "discardGranularity"))
+			g.beyondWhereLacked(dp.Child("blockSize", "custom", "discardGranularity"), convert.LackDiscardGranularity)
 		}
 		d.BlockSize = &v1.BlockSize{Custom: bs}
 	}

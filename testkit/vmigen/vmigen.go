@@ -26,9 +26,11 @@ const (
 	// Default puts a LUN without a bus), kernel arguments with an initrd
 	// but no kernel, and in the host layout the DHCP options,
 	// downwardMetrics and sysprep volumes it has no place for. Each such
-	// field is named in Case.Refusable. (A serial on a CD-ROM or LUN and
-	// an endOfInterrupt on a disabled APIC, which KubeVirt's converter
-	// ignores, are drawn in both profiles.) Fields
+	// field is named in Case.Refusable (discardGranularity, tlbflush's and
+	// supplementalPool in the host layout only, whose Debian 12 libvirt
+	// lacks them: the KubeVirt layout converts them, Case.NewerForms). (A
+	// serial on a CD-ROM or LUN and an endOfInterrupt on a disabled APIC,
+	// which KubeVirt's converter ignores, are drawn in both profiles.) Fields
 	// behind gates kvdiff leaves off (VSOCK, persistent reservations) and
 	// devices KubeVirt's converter needs a device plugin's host addresses
 	// for (GPUs, host devices, SR-IOV) are left out of this profile.
@@ -137,6 +139,11 @@ type Case struct {
 	// refuses a VMI that has one today, and names one of these paths (or
 	// a path inside one) when it does. Empty for every Supported VMI.
 	Refusable []string
+	// NewerForms are the forms of KubeVirt's libvirt that the VMI's domain
+	// has where Options' host facts have them (the KubeVirt layout: no
+	// facts, KubeVirt's libvirt) and Debian 12's libvirt 9.0, and so its
+	// schema, lacks: a schema check of this host skips such a domain.
+	NewerForms []convert.Lack
 }
 
 // Generate returns the VMI of index i of the sequence cfg describes. It is
@@ -144,7 +151,7 @@ type Case struct {
 func Generate(cfg Config, i int) Case {
 	g := newGen(cfg, i)
 	g.draw()
-	return Case{Index: i, VMI: g.vmi, Options: g.options(), Refusable: g.refusable}
+	return Case{Index: i, VMI: g.vmi, Options: g.options(), Refusable: g.refusable, NewerForms: g.newer}
 }
 
 // Cases returns the first n Cases of cfg's sequence.

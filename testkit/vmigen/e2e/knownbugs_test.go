@@ -95,7 +95,7 @@ func TestKnownBugs(t *testing.T) {
 	t.Cleanup(func() { _, _ = conn.Close() })
 	opts := convert.KubeVirtOptions()
 	opts.DomainType = "qemu"
-	opts.NoMemoryHotplug = true
+	opts.HostFacts.Lacks = []convert.Lack{convert.LackSlotlessMaxMemory}
 	opts.Layout = convert.HostLayout{StateDir: convert.DefaultStateDir, ImageStore: convert.DefaultImageStore}
 	opts.HostDevices = map[string]convert.HostDevice{"vgpu": {MdevUUID: "4b20d080-1b54-4048-85b3-a6a62d165c01"}}
 	for i, name := range names {

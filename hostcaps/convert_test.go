@@ -1,0 +1,64 @@
+package hostcaps_test
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/vmi2libvirt/vmi2libvirt/convert"
+	"github.com/vmi2libvirt/vmi2libvirt/hostcaps"
+	"github.com/vmi2libvirt/vmi2libvirt/pipeline"
+)
+
+// The facts of this host's captured documents, given to the converter,
+// refuse what the host lacks at the VMI's fields and convert the rest.
+func TestFactsRefuseWhatTheHostLacks(t *testing.T) {
+	facts, err := hostcaps.Facts(readCase(t, "testdata/debian12-emulated"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	opts := convert.KubeVirtOptions()
+	opts.DomainType = "qemu"
+	opts.HostFacts = facts
+	vmi := func(cpu, extra string) []byte {
+		return []byte(`apiVersion: kubevirt.io/v1
+kind: VirtualMachineInstance
+metadata: {name: facts, namespace: default}
+spec:
+  domain:
+    cpu: {model: ` + cpu + `}
+    memory: {guest: 128Mi}
+    devices: {}
+` + extra)
+	}
+	for _, c := range []struct {
+		name  string
+		doc   []byte
+		wants []string // "" converts
+	}{
+		{"usable model", vmi("Westmere", ""), nil},
+		{"host-model", vmi("host-model", ""), nil},
+		{"model and machine the host lacks", vmi("Skylake-Server-v4", "    machine: {type: pc-q35-rhel9.6.0}\n"), []string{
+			`spec.domain.cpu.model: Unsupported value: "Skylake-Server-v4": this host's QEMU offers "qemu64", "qemu32"`,
+			`spec.domain.machine.type: Unsupported value: "pc-q35-rhel9.6.0": this host's QEMU offers "pc-i440fx-7.2"`}},
+		{"host-passthrough under emulation", vmi("host-passthrough", ""), []string{"spec.domain.cpu.model: Forbidden: this host's QEMU offers no host-passthrough CPU"}},
+		{"tlbflush direct on libvirt 9.0", vmi("host-model", "    features:\n      hyperv:\n        vpindex: {}\n        tlbflush: {direct: {}}\n"),
+			[]string{"spec.domain.features.hyperv.tlbflush.direct: Forbidden: this host's libvirt has no direct or extended Hyper-V TLB flush"}},
+	} {
+		_, err := pipeline.FromDocument(c.doc, pipeline.Config{Options: opts})
+		if c.wants == nil {
+			if err != nil {
+				t.Errorf("%s: %v", c.name, err)
+			}
+			continue
+		}
+		if err == nil {
+			t.Errorf("%s: converts", c.name)
+			continue
+		}
+		for _, want := range c.wants {
+			if !strings.Contains(err.Error(), want) {
+				t.Errorf("%s: %v\nwant %q", c.name, err, want)
+			}
+		}
+	}
+}
