@@ -24,6 +24,16 @@ import (
 // decides whether a document is valid, only how fast a plain one is read;
 // FuzzFastYAML checks it against the YAML library.
 func fastYAMLToJSON(data []byte) (js []byte, ok bool) {
+	root, ok := fastYAMLTree(data)
+	if !ok {
+		return nil, false
+	}
+	return root.appendJSON(make([]byte, 0, len(data))), true
+}
+
+// fastYAMLTree parses what fastYAMLToJSON reads into its tree of nodes
+// (the root is a mapping); ok false as there.
+func fastYAMLTree(data []byte) (root *yamlNode, ok bool) {
 	p := yamlParser{}
 	if !p.split(data) {
 		return nil, false
@@ -36,7 +46,7 @@ func fastYAMLToJSON(data []byte) (js []byte, ok bool) {
 	if p.pos == len(p.lines) || isSeqItem(p.lines[p.pos].text) {
 		return nil, false
 	}
-	root, ok := p.mapping(p.lines[p.pos].indent)
+	root, ok = p.mapping(p.lines[p.pos].indent)
 	if !ok {
 		return nil, false
 	}
@@ -44,7 +54,7 @@ func fastYAMLToJSON(data []byte) (js []byte, ok bool) {
 	if p.pos != len(p.lines) {
 		return nil, false
 	}
-	return root.appendJSON(make([]byte, 0, len(data))), true
+	return root, true
 }
 
 // fastLine is one line of the document: its indentation in spaces and the
