@@ -6,7 +6,6 @@ import (
 	"slices"
 	"strings"
 
-	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	v1 "kubevirt.io/api/core/v1"
 
@@ -57,19 +56,19 @@ func validateMetadata(vmi *v1.VirtualMachineInstance) field.ErrorList {
 	if vmi.Name == "" {
 		errs = append(errs, field.Required(namePath, "a VirtualMachineInstance needs a name"))
 	} else {
-		errs = appendMsgs(errs, namePath, vmi.Name, validation.IsDNS1123Subdomain(vmi.Name))
+		errs = appendMsgs(errs, namePath, vmi.Name, dns1123Subdomain(vmi.Name))
 	}
 	if vmi.Namespace != "" {
-		errs = appendMsgs(errs, namespacePath, vmi.Namespace, validation.IsDNS1123Label(vmi.Namespace))
+		errs = appendMsgs(errs, namespacePath, vmi.Namespace, dns1123Label(vmi.Namespace))
 	}
 	var buf [8]string
 	for _, k := range sortedLabelKeys(vmi.Labels, buf[:0]) {
 		// As Kubernetes does, a key that is not a name is reported at the
 		// labels themselves, with the key as the value: such a key (with a
 		// "]", a newline…) cannot be part of a path.
-		keyMsgs := validation.IsQualifiedName(k)
+		keyMsgs := qualifiedName(k)
 		errs = appendMsgs(errs, labelsPath, k, keyMsgs)
-		if msgs := validation.IsValidLabelValue(vmi.Labels[k]); len(msgs) > 0 {
+		if msgs := labelValue(vmi.Labels[k]); len(msgs) > 0 {
 			p := labelsPath
 			if len(keyMsgs) == 0 {
 				p = labelsPath.Key(k)
@@ -79,17 +78,17 @@ func validateMetadata(vmi *v1.VirtualMachineInstance) field.ErrorList {
 	}
 	total := 0
 	for _, k := range sortedLabelKeys(vmi.Annotations, buf[:0]) {
-		errs = appendMsgs(errs, annPath, k, validation.IsQualifiedName(strings.ToLower(k)))
+		errs = appendMsgs(errs, annPath, k, qualifiedName(strings.ToLower(k)))
 		total += len(k) + len(vmi.Annotations[k])
 	}
 	if total > maxAnnotationsBytes {
 		errs = append(errs, field.TooLong(annPath, "", maxAnnotationsBytes))
 	}
 	if h := vmi.Spec.Hostname; h != "" {
-		errs = appendMsgs(errs, hostnamePath, h, validation.IsDNS1123Label(h))
+		errs = appendMsgs(errs, hostnamePath, h, dns1123Label(h))
 	}
 	if s := vmi.Spec.Subdomain; s != "" {
-		errs = appendMsgs(errs, subdomainPath, s, validation.IsDNS1123Subdomain(s))
+		errs = appendMsgs(errs, subdomainPath, s, dns1123Subdomain(s))
 	}
 	return errs
 }
