@@ -40,9 +40,8 @@ func decodeDirect(data []byte) (*v1.VirtualMachineInstance, string, bool) {
 	if t := bytes.TrimSpace(data); len(t) == 0 || t[0] == '{' {
 		return nil, "", false
 	}
-	if checkSingleDocument(data) != nil {
-		return nil, "", false
-	}
+	// No checkSingleDocument: a document fastYAMLTree reads has no
+	// document marker but an optional first line "---", so it is one.
 	root, ok := fastYAMLTree(data)
 	if !ok {
 		return nil, "", false

@@ -131,3 +131,27 @@ func FuzzDecodeDirect(f *testing.F) {
 		checkDecodeDirect(t, "input", data)
 	})
 }
+
+// TestDecodeDirectOneDocument: streams of several documents, and a
+// document marker anywhere but first, leave the direct path.
+func TestDecodeDirectOneDocument(t *testing.T) {
+	const doc = "apiVersion: kubevirt.io/v1\nkind: VirtualMachineInstance\nmetadata:\n  name: x\n"
+	for _, c := range []struct {
+		data   string
+		direct bool
+	}{
+		{doc, true},
+		{"---\n" + doc, true},
+		{"--- # first\n" + doc, false}, // left to the YAML library
+		{doc + "---\n", false},
+		{doc + "...\n", false},
+		{doc + "---\n" + doc, false},
+		{doc + "--- \n", false},
+		{"%YAML 1.1\n---\n" + doc, false},
+		{"---\n---\n" + doc, false},
+	} {
+		if got := checkDecodeDirect(t, c.data, []byte(c.data)); got != c.direct {
+			t.Errorf("%q: direct path %v, want %v", c.data, got, c.direct)
+		}
+	}
+}
