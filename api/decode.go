@@ -68,6 +68,16 @@ func Decode(data []byte) (*v1.VirtualMachineInstance, error) {
 
 // decode is Decode, also returning the kind of the document.
 func decode(data []byte) (*v1.VirtualMachineInstance, string, error) {
+	if vmi, kind, ok := decodeDirect(data); ok {
+		return vmi, kind, nil
+	}
+	return decodeReference(data)
+}
+
+// decodeReference is decode by the API server's way: the document as JSON,
+// every key checked against its type (checkKeys), then the API server's
+// strict JSON decoder. It reports every error.
+func decodeReference(data []byte) (*v1.VirtualMachineInstance, string, error) {
 	js, err := toJSON(data)
 	if err != nil {
 		return nil, "", err

@@ -24,6 +24,16 @@ import (
 // decides whether a document is valid, only how fast a plain one is read;
 // FuzzFastYAML checks it against the YAML library.
 func fastYAMLToJSON(data []byte) (js []byte, ok bool) {
+	root, ok := fastYAMLTree(data)
+	if !ok {
+		return nil, false
+	}
+	return root.appendJSON(make([]byte, 0, len(data))), true
+}
+
+// fastYAMLTree parses what fastYAMLToJSON reads into its tree of nodes
+// (the root is a mapping); ok false as there.
+func fastYAMLTree(data []byte) (root *yamlNode, ok bool) {
 	p := yamlParser{}
 	if !p.split(data) {
 		return nil, false
@@ -36,7 +46,7 @@ func fastYAMLToJSON(data []byte) (js []byte, ok bool) {
 	if p.pos == len(p.lines) || isSeqItem(p.lines[p.pos].text) {
 		return nil, false
 	}
-	root, ok := p.mapping(p.lines[p.pos].indent)
+	root, ok = p.mapping(p.lines[p.pos].indent)
 	if !ok {
 		return nil, false
 	}
@@ -44,7 +54,7 @@ func fastYAMLToJSON(data []byte) (js []byte, ok bool) {
 	if p.pos != len(p.lines) {
 		return nil, false
 	}
-	return root.appendJSON(make([]byte, 0, len(data))), true
+	return root, true
 }
 
 // fastLine is one line of the document: its indentation in spaces and the
@@ -59,6 +69,11 @@ type yamlParser struct {
 	pos   int
 	// free are nodes not used yet, allocated a batch at a time.
 	free []yamlNode
+	// keyStack and valStack hold the keys and values of the collections
+	// being read, innermost last; a finished collection's are copied to
+	// keyArena and valArena, slices allocated a batch at a time.
+	keyStack, keyArena []string
+	valStack, valArena []*yamlNode
 	// open is set when the last line has no line break.
 	open bool
 }
@@ -115,7 +130,7 @@ type yamlNode struct {
 // node returns a new node of the given kind and text.
 func (p *yamlParser) node(kind byte, text string) *yamlNode {
 	if len(p.free) == 0 {
-		p.free = make([]yamlNode, 32)
+		p.free = make([]yamlNode, max(32, len(p.lines)+len(p.lines)/4))
 	}
 	n := &p.free[0]
 	p.free = p.free[1:]
@@ -123,12 +138,41 @@ func (p *yamlParser) node(kind byte, text string) *yamlNode {
 	return n
 }
 
+// takeKeys returns a copy of keys (a part of keyStack) from keyArena.
+func (p *yamlParser) takeKeys(keys []string) []string {
+	if len(keys) == 0 {
+		return nil
+	}
+	if cap(p.keyArena)-len(p.keyArena) < len(keys) {
+		p.keyArena = make([]string, 0, max(len(keys), len(p.lines)))
+	}
+	at := len(p.keyArena)
+	p.keyArena = append(p.keyArena, keys...)
+	return p.keyArena[at:len(p.keyArena):len(p.keyArena)]
+}
+
+// takeVals returns a copy of vals (a part of valStack) from valArena.
+func (p *yamlParser) takeVals(vals []*yamlNode) []*yamlNode {
+	if len(vals) == 0 {
+		return nil
+	}
+	if cap(p.valArena)-len(p.valArena) < len(vals) {
+		p.valArena = make([]*yamlNode, 0, max(len(vals), len(p.lines)+len(p.lines)/4))
+	}
+	at := len(p.valArena)
+	p.valArena = append(p.valArena, vals...)
+	return p.valArena[at:len(p.valArena):len(p.valArena)]
+}
+
 // mapping reads a block mapping whose keys are at indent.
 func (p *yamlParser) mapping(indent int) (*yamlNode, bool) {
 	n := p.node('{', "")
+	start, vstart := len(p.keyStack), len(p.valStack)
 	for {
 		p.skipBlank()
 		if p.pos == len(p.lines) || p.lines[p.pos].indent < indent {
+			n.keys, n.vals = p.takeKeys(p.keyStack[start:]), p.takeVals(p.valStack[vstart:])
+			p.keyStack, p.valStack = p.keyStack[:start], p.valStack[:vstart]
 			return n, true
 		}
 		l := p.lines[p.pos]
@@ -136,7 +180,7 @@ func (p *yamlParser) mapping(indent int) (*yamlNode, bool) {
 			return nil, false
 		}
 		k, rest, ok := splitKey(l.text)
-		if !ok || slices.Contains(n.keys, k) {
+		if !ok || slices.Contains(p.keyStack[start:], k) {
 			return nil, false
 		}
 		p.pos++
@@ -152,8 +196,8 @@ func (p *yamlParser) mapping(indent int) (*yamlNode, bool) {
 		if !ok {
 			return nil, false
 		}
-		n.keys = append(n.keys, k)
-		n.vals = append(n.vals, v)
+		p.keyStack = append(p.keyStack, k)
+		p.valStack = append(p.valStack, v)
 	}
 }
 
@@ -196,12 +240,15 @@ func (p *yamlParser) inline(indent int, text string) (*yamlNode, bool) {
 // sequence reads a block sequence whose dashes are at indent.
 func (p *yamlParser) sequence(indent int) (*yamlNode, bool) {
 	n := p.node('[', "")
+	start := len(p.valStack)
 	for {
 		p.skipBlank()
 		if p.pos == len(p.lines) || p.lines[p.pos].indent < indent || !isSeqItem(p.lines[p.pos].text) {
 			if p.pos < len(p.lines) && p.lines[p.pos].indent > indent {
 				return nil, false
 			}
+			n.vals = p.takeVals(p.valStack[start:])
+			p.valStack = p.valStack[:start]
 			return n, true
 		}
 		l := p.lines[p.pos]
@@ -226,7 +273,7 @@ func (p *yamlParser) sequence(indent int) (*yamlNode, bool) {
 		if !ok {
 			return nil, false
 		}
-		n.vals = append(n.vals, v)
+		p.valStack = append(p.valStack, v)
 	}
 }
 

@@ -1,7 +1,6 @@
 package api
 
 import (
-	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	v1 "kubevirt.io/api/core/v1"
 )
@@ -27,7 +26,7 @@ func validateAccessCredentials(vmi *v1.VirtualMachineInstance) field.ErrorList {
 		case s.SecretName == "":
 			errs = append(errs, field.Required(p.Child("secret", "secretName"), "the name of the Secret"))
 		default:
-			errs = appendMsgs(errs, p.Child("secret", "secretName"), s.SecretName, validation.IsDNS1123Subdomain(s.SecretName))
+			errs = appendMsgs(errs, p.Child("secret", "secretName"), s.SecretName, dns1123Subdomain(s.SecretName))
 		}
 	}
 	for i, ac := range vmi.Spec.AccessCredentials {

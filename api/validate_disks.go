@@ -5,7 +5,6 @@ import (
 	"math"
 	"regexp"
 
-	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	v1 "kubevirt.io/api/core/v1"
 
@@ -56,7 +55,7 @@ func validateDisks(vmi *v1.VirtualMachineInstance) field.ErrorList {
 		if d.Name == "" {
 			errs = append(errs, field.Required(namePath, "a disk needs the name of its volume"))
 		} else {
-			errs = appendMsgs(errs, namePath, d.Name, validation.IsDNS1123Label(d.Name))
+			errs = appendMsgs(errs, namePath, d.Name, dns1123Label(d.Name))
 			if e := seen.add(i, d.Name, ""); e != nil {
 				errs = append(errs, e)
 			}

@@ -6,7 +6,6 @@ import (
 	"slices"
 	"strings"
 
-	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	v1 "kubevirt.io/api/core/v1"
 
@@ -28,47 +27,68 @@ var restrictedLabels = []string{
 	v1.InstallStrategyLabel,
 }
 
+// The paths of the metadata fields every VMI is checked on.
+var (
+	namePath      = metadataPath.Child("name")
+	namespacePath = metadataPath.Child("namespace")
+	labelsPath    = metadataPath.Child("labels")
+	annPath       = metadataPath.Child("annotations")
+	hostnamePath  = specPath.Child("hostname")
+	subdomainPath = specPath.Child("subdomain")
+)
+
+// sortedLabelKeys returns the keys of m in order, in buf when they fit.
+func sortedLabelKeys(m map[string]string, buf []string) []string {
+	keys := buf[:0]
+	for k := range m {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	return keys
+}
+
 // validateMetadata checks names as Kubernetes and KubeVirt do: a name that
 // is a DNS-1123 subdomain, a namespace that is a DNS-1123 label, label and
 // annotation syntax and size, a hostname that is a DNS-1123 label and a
 // subdomain that is a DNS-1123 subdomain.
 func validateMetadata(vmi *v1.VirtualMachineInstance) field.ErrorList {
 	var errs field.ErrorList
-	namePath := metadataPath.Child("name")
 	if vmi.Name == "" {
 		errs = append(errs, field.Required(namePath, "a VirtualMachineInstance needs a name"))
 	} else {
-		errs = appendMsgs(errs, namePath, vmi.Name, validation.IsDNS1123Subdomain(vmi.Name))
+		errs = appendMsgs(errs, namePath, vmi.Name, dns1123Subdomain(vmi.Name))
 	}
 	if vmi.Namespace != "" {
-		errs = appendMsgs(errs, metadataPath.Child("namespace"), vmi.Namespace, validation.IsDNS1123Label(vmi.Namespace))
+		errs = appendMsgs(errs, namespacePath, vmi.Namespace, dns1123Label(vmi.Namespace))
 	}
-	labelsPath := metadataPath.Child("labels")
-	for _, k := range slices.Sorted(maps.Keys(vmi.Labels)) {
+	var buf [8]string
+	for _, k := range sortedLabelKeys(vmi.Labels, buf[:0]) {
 		// As Kubernetes does, a key that is not a name is reported at the
 		// labels themselves, with the key as the value: such a key (with a
 		// "]", a newline…) cannot be part of a path.
-		p := labelsPath.Key(k)
-		if msgs := validation.IsQualifiedName(k); len(msgs) > 0 {
-			errs = appendMsgs(errs, labelsPath, k, msgs)
-			p = labelsPath
+		keyMsgs := qualifiedName(k)
+		errs = appendMsgs(errs, labelsPath, k, keyMsgs)
+		if msgs := labelValue(vmi.Labels[k]); len(msgs) > 0 {
+			p := labelsPath
+			if len(keyMsgs) == 0 {
+				p = labelsPath.Key(k)
+			}
+			errs = appendMsgs(errs, p, vmi.Labels[k], msgs)
 		}
-		errs = appendMsgs(errs, p, vmi.Labels[k], validation.IsValidLabelValue(vmi.Labels[k]))
 	}
-	annPath := metadataPath.Child("annotations")
 	total := 0
-	for _, k := range slices.Sorted(maps.Keys(vmi.Annotations)) {
-		errs = appendMsgs(errs, annPath, k, validation.IsQualifiedName(strings.ToLower(k)))
+	for _, k := range sortedLabelKeys(vmi.Annotations, buf[:0]) {
+		errs = appendMsgs(errs, annPath, k, qualifiedName(strings.ToLower(k)))
 		total += len(k) + len(vmi.Annotations[k])
 	}
 	if total > maxAnnotationsBytes {
 		errs = append(errs, field.TooLong(annPath, "", maxAnnotationsBytes))
 	}
 	if h := vmi.Spec.Hostname; h != "" {
-		errs = appendMsgs(errs, specPath.Child("hostname"), h, validation.IsDNS1123Label(h))
+		errs = appendMsgs(errs, hostnamePath, h, dns1123Label(h))
 	}
 	if s := vmi.Spec.Subdomain; s != "" {
-		errs = appendMsgs(errs, specPath.Child("subdomain"), s, validation.IsDNS1123Subdomain(s))
+		errs = appendMsgs(errs, subdomainPath, s, dns1123Subdomain(s))
 	}
 	return errs
 }
@@ -114,7 +134,7 @@ func validatePlatform(vmi *v1.VirtualMachineInstance) field.ErrorList {
 
 // appendMsgs adds one Invalid error per message of a Kubernetes syntax
 // check.
-func appendMsgs(errs field.ErrorList, p *field.Path, value any, msgs []string) field.ErrorList {
+func appendMsgs(errs field.ErrorList, p *field.Path, value string, msgs []string) field.ErrorList {
 	for _, m := range msgs {
 		errs = append(errs, field.Invalid(p, value, m))
 	}

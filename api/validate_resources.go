@@ -27,6 +27,18 @@ const (
 // minMemoryRequest is KubeVirt's smallest memory request (1M).
 var minMemoryRequest = resource.MustParse("1M")
 
+// The paths of the memory and CPU fields every VMI is checked on, made once
+// rather than on every check.
+var (
+	memReqPath   = resPath.Child("requests", "memory")
+	memLimPath   = resPath.Child("limits", "memory")
+	cpuReqPath   = resPath.Child("requests", "cpu")
+	cpuLimPath   = resPath.Child("limits", "cpu")
+	guestMemPath = memoryPath.Child("guest")
+	numaPath     = cpuPath.Child("numa", "guestMappingPassthrough")
+	dedPath      = cpuPath.Child("dedicatedCpuPlacement")
+)
+
 // validateMemory checks memory as KubeVirt does — a memory request that is
 // not negative and at least 1M, a limit that is not negative and not below
 // the request, some memory asked for (requests.memory, memory.guest or
@@ -36,7 +48,7 @@ var minMemoryRequest = resource.MustParse("1M")
 func validateMemory(vmi *v1.VirtualMachineInstance) field.ErrorList {
 	var errs field.ErrorList
 	d := &vmi.Spec.Domain
-	reqPath, limPath := resPath.Child("requests", "memory"), resPath.Child("limits", "memory")
+	reqPath, limPath := memReqPath, memLimPath
 	req, hasReq := d.Resources.Requests[k8sv1.ResourceMemory]
 	lim, hasLim := d.Resources.Limits[k8sv1.ResourceMemory]
 	switch {
@@ -67,7 +79,7 @@ func validateMemory(vmi *v1.VirtualMachineInstance) field.ErrorList {
 	if m == nil {
 		return errs
 	}
-	guestPath := memoryPath.Child("guest")
+	guestPath := guestMemPath
 	if m.Guest != nil {
 		switch {
 		case m.Guest.Sign() <= 0:
@@ -163,7 +175,7 @@ func vcpus(sockets, cores, threads uint32) uint64 {
 func validateCPU(vmi *v1.VirtualMachineInstance) field.ErrorList {
 	var errs field.ErrorList
 	d := &vmi.Spec.Domain
-	reqPath, limPath := resPath.Child("requests", "cpu"), resPath.Child("limits", "cpu")
+	reqPath, limPath := cpuReqPath, cpuLimPath
 	req, hasReq := d.Resources.Requests[k8sv1.ResourceCPU]
 	lim, hasLim := d.Resources.Limits[k8sv1.ResourceCPU]
 	// A request equal to the limit mirrors it (Default copies the limit into
@@ -225,7 +237,6 @@ func validateCPU(vmi *v1.VirtualMachineInstance) field.ErrorList {
 			"only allowed with "+cpuPath.Child("dedicatedCpuPlacement").String()+": true"))
 	}
 	passthrough := c.NUMA != nil && c.NUMA.GuestMappingPassthrough != nil
-	numaPath := cpuPath.Child("numa", "guestMappingPassthrough")
 	if passthrough {
 		if !c.DedicatedCPUPlacement {
 			errs = append(errs, field.Invalid(numaPath, "{}", "needs "+cpuPath.Child("dedicatedCpuPlacement").String()+": true"))
@@ -254,8 +265,7 @@ func validateDedicatedCPUs(vmi *v1.VirtualMachineInstance) field.ErrorList {
 	var errs field.ErrorList
 	d := &vmi.Spec.Domain
 	c := d.CPU
-	dedPath := cpuPath.Child("dedicatedCpuPlacement")
-	reqPath, limPath := resPath.Child("requests", "cpu"), resPath.Child("limits", "cpu")
+	reqPath, limPath := cpuReqPath, cpuLimPath
 	res := &d.Resources
 	memReq, memLim := res.Requests.Memory(), res.Limits.Memory()
 	if memLim.IsZero() && memReq.IsZero() && (d.Memory == nil || (d.Memory.Hugepages == nil && (d.Memory.Guest == nil || d.Memory.Guest.IsZero()))) {

@@ -8,7 +8,6 @@ import (
 	"unicode"
 
 	k8sv1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	v1 "kubevirt.io/api/core/v1"
 
@@ -85,7 +84,7 @@ func validateVolumes(vmi *v1.VirtualMachineInstance) field.ErrorList {
 		if v.Name == "" {
 			errs = append(errs, field.Required(namePath, "a volume needs a name"))
 		} else {
-			errs = appendMsgs(errs, namePath, v.Name, validation.IsDNS1123Label(v.Name))
+			errs = appendMsgs(errs, namePath, v.Name, dns1123Label(v.Name))
 			if e := seen.add(i, v.Name, ""); e != nil {
 				errs = append(errs, e)
 			}
@@ -125,7 +124,7 @@ func validateVolumeSource(v *v1.Volume, p *field.Path, hasDisk, hasFilesystem bo
 			errs = append(errs, field.Required(fp, "the name of the "+what))
 			return
 		}
-		errs = appendMsgs(errs, fp, name, validation.IsDNS1123Subdomain(name))
+		errs = appendMsgs(errs, fp, name, dns1123Subdomain(name))
 	}
 	switch {
 	case v.ContainerDisk != nil:
@@ -299,7 +298,7 @@ func cloudInitSource(p *field.Path, plainName, b64Name, secretName, plain, b64 s
 	size := 0
 	if secret != nil && secret.Name != "" {
 		set = append(set, secretName)
-		errs = appendMsgs(errs, p.Child(secretName, "name"), secret.Name, validation.IsDNS1123Subdomain(secret.Name))
+		errs = appendMsgs(errs, p.Child(secretName, "name"), secret.Name, dns1123Subdomain(secret.Name))
 	}
 	if b64 != "" {
 		set = append(set, b64Name)

@@ -13,24 +13,24 @@ import (
 
 // allocBounds are the most allocations each stage may make per sample of
 // examples/vmis, and the most bytes convert may allocate: what they were
-// when the bounds were set, plus a margin of about 5%. Allocations and
+// when the bounds were set, plus a margin of a few. Allocations and
 // bytes are deterministic where times are not, so a stage that starts
 // allocating more fails here; a bound may be lowered when a stage gets
 // cheaper. Convert's bytes are pinned as well as its allocations: with a
 // dozen allocations left, bytes are what the garbage collector charges.
 var allocBounds = map[string]struct{ decode, validate, convert, marshal, run, convertBytes int }{
-	"vm-fedora":               {177, 70, 18, 2, 281, 9584},
-	"vmi-cirros":              {120, 57, 15, 2, 215, 8056},
-	"vmi-dedicated-hugepages": {156, 63, 25, 2, 265, 9216},
-	"vmi-efi-secureboot":      {120, 54, 18, 2, 210, 8440},
-	"vmi-fedora-cloudinit":    {220, 81, 17, 2, 334, 10144},
-	"vmi-hostdisk":            {134, 63, 17, 2, 235, 9296},
-	"vmi-iothreads":           {170, 71, 17, 2, 277, 10128},
-	"vmi-kernel-boot":         {98, 46, 10, 2, 173, 6528},
-	"vmi-multus-bridge":       {147, 58, 18, 2, 241, 9000},
-	"vmi-pvc-datavolume":      {141, 70, 13, 2, 243, 8632},
-	"vmi-tiny":                {101, 45, 6, 2, 170, 6184},
-	"vmi-windows":             {304, 87, 29, 4, 436, 13168},
+	"vm-fedora":               {49, 35, 18, 2, 118, 9584},
+	"vmi-cirros":              {30, 25, 15, 2, 92, 8056},
+	"vmi-dedicated-hugepages": {41, 30, 25, 2, 116, 9216},
+	"vmi-efi-secureboot":      {32, 26, 18, 2, 94, 8440},
+	"vmi-fedora-cloudinit":    {52, 47, 17, 2, 132, 10144},
+	"vmi-hostdisk":            {28, 33, 17, 2, 98, 9296},
+	"vmi-iothreads":           {35, 38, 17, 2, 109, 10128},
+	"vmi-kernel-boot":         {23, 20, 10, 2, 72, 6528},
+	"vmi-multus-bridge":       {32, 30, 18, 2, 97, 9000},
+	"vmi-pvc-datavolume":      {31, 37, 13, 2, 100, 8632},
+	"vmi-tiny":                {26, 19, 6, 2, 69, 6184},
+	"vmi-windows":             {79, 51, 29, 4, 175, 13168},
 }
 
 // TestAllocsPerStage pins the allocations of each stage of the pipeline
