@@ -223,6 +223,11 @@ func Run(ctx context.Context, restConfig *rest.Config, cfg Config) error {
 		return err
 	}
 	defer l.Close()
+	direct, err := client.New(restConfig, client.Options{Scheme: scheme})
+	if err != nil {
+		return err
+	}
+	removeStale(ctx, l, direct, cfg.Node, log)
 	var streams *streamServers
 	if cfg.StreamAddress != "" {
 		if !net.ParseIP(cfg.StreamAddress).IsLoopback() {

@@ -2,7 +2,6 @@ package agent
 
 import (
 	"context"
-	"errors"
 	"log/slog"
 	"maps"
 	"time"
@@ -13,6 +12,8 @@ import (
 	corev1ac "k8s.io/client-go/applyconfigurations/core/v1"
 	"k8s.io/client-go/kubernetes"
 	v1 "kubevirt.io/api/core/v1"
+
+	"github.com/vmi2libvirt/vmi2libvirt/examples/nodeagent/nodeapi"
 )
 
 // DefaultHeartbeatInterval is virt-handler's: the Node's heartbeat is
@@ -133,7 +134,7 @@ func (h *heartbeat) observe(ctx context.Context, last beat) beat {
 func (h *heartbeat) write(ctx context.Context, b beat) error {
 	node := corev1ac.Node(h.node).
 		WithLabels(nodeLabels(h.node, b)).
-		WithAnnotations(map[string]string{v1.VirtHandlerHeartbeat: heartbeatTime(time.Now())})
+		WithAnnotations(map[string]string{v1.VirtHandlerHeartbeat: nodeapi.FormatHeartbeat(time.Now())})
 	_, err := h.nodes.CoreV1().Nodes().Apply(ctx, node, metav1.ApplyOptions{FieldManager: heartbeatFieldManager, Force: true})
 	return err
 }
@@ -149,24 +150,4 @@ func nodeLabels(node string, b beat) map[string]string {
 		l[v1.NodeSchedulable] = "true"
 	}
 	return l
-}
-
-// heartbeatTime is the annotation's value: the time as RFC 3339 to the
-// second, as virt-handler writes metav1.Now.
-func heartbeatTime(t time.Time) string {
-	return t.UTC().Format(time.RFC3339)
-}
-
-// ParseHeartbeat reads a Node's kubevirt.io/heartbeat annotation; ok is
-// false when the Node has none.
-func ParseHeartbeat(node *k8sv1.Node) (t time.Time, ok bool, err error) {
-	s, ok := node.Annotations[v1.VirtHandlerHeartbeat]
-	if !ok {
-		return time.Time{}, false, nil
-	}
-	t, err = time.Parse(time.RFC3339, s)
-	if err != nil {
-		return time.Time{}, true, errors.New("agent: the Node's " + v1.VirtHandlerHeartbeat + " annotation " + s + " is not an RFC 3339 time")
-	}
-	return t, true, nil
 }

@@ -12,6 +12,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes/fake"
 	v1 "kubevirt.io/api/core/v1"
+
+	"github.com/vmi2libvirt/vmi2libvirt/examples/nodeagent/nodeapi"
 )
 
 // The heartbeat creates the Node with its labels and the time, marks it
@@ -54,7 +56,7 @@ func TestHeartbeat(t *testing.T) {
 	if n.Labels["zone"] != "a" || n.Labels[k8sv1.LabelHostname] != "node-a" {
 		t.Errorf("labels %v, want zone=a and the hostname", n.Labels)
 	}
-	at, ok, err := ParseHeartbeat(n)
+	at, ok, err := nodeapi.ParseHeartbeat(n)
 	if !ok || err != nil || time.Since(at) > time.Minute {
 		t.Errorf("heartbeat %q: %v %v", n.Annotations[v1.VirtHandlerHeartbeat], ok, err)
 	}
@@ -67,19 +69,4 @@ func TestHeartbeat(t *testing.T) {
 		t.Fatal(err)
 	}
 	waitNode("unschedulable once stopped", schedulable("false"))
-}
-
-func TestParseHeartbeat(t *testing.T) {
-	n := &k8sv1.Node{}
-	if _, ok, err := ParseHeartbeat(n); ok || err != nil {
-		t.Errorf("no annotation: %v %v", ok, err)
-	}
-	n.Annotations = map[string]string{v1.VirtHandlerHeartbeat: "2026-12-02T12:00:00Z"}
-	if at, ok, err := ParseHeartbeat(n); !ok || err != nil || !at.Equal(time.Date(2026, 12, 2, 12, 0, 0, 0, time.UTC)) {
-		t.Errorf("parsed %v %v %v", at, ok, err)
-	}
-	n.Annotations[v1.VirtHandlerHeartbeat] = "yesterday"
-	if _, ok, err := ParseHeartbeat(n); !ok || err == nil {
-		t.Errorf("a bad time: %v %v", ok, err)
-	}
 }
