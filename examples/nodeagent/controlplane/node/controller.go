@@ -132,7 +132,7 @@ func (r *reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 		node.Labels[v1.NodeSchedulable] = "false"
 		if err := r.client.Patch(ctx, &node, client.MergeFromWithOptions(orig, client.MergeFromWithOptimisticLock{})); err != nil {
 			if apierrors.IsConflict(err) {
-				return reconcile.Result{Requeue: true}, nil // a heartbeat just came: judge again
+				return reconcile.Result{RequeueAfter: time.Second}, nil // a heartbeat just came: judge again
 			}
 			return reconcile.Result{}, err
 		}
