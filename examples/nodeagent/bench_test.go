@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/watch"
 	virtv1 "kubevirt.io/api/core/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -182,4 +183,70 @@ func BenchmarkVirtctlConsole(b *testing.B) {
 		b.Fatal(err)
 	}
 	w.waitGone(b, ns, "tiny", 2*time.Minute)
+}
+
+// BenchmarkVirtctlStartRestart measures what a person waits for at
+// `virtctl start` and `virtctl restart` of a VirtualMachine: from starting
+// virtctl until a client watching the API server sees the VM's VMI
+// Running (start: virtctl, the subresource API's patch of the VM, the VM
+// controller's new VMI, its webhooks, the agent's claim and Sync), and
+// again with a new UID (restart: the stop request, the old guest's ACPI
+// shutdown and the deletion of its VMI, then the same start). One op is
+// a start and a restart; `virtctl stop` after them is not timed.
+//
+//	(cd examples/nodeagent && go test -run '^$' -bench VirtctlStartRestart -benchtime 3x -benchmem)
+func BenchmarkVirtctlStartRestart(b *testing.B) {
+	w, vw := newVirtctlVMWorld(b)
+	ns := w.namespace(b, "bench")
+	vw.createVM(b, vw.guestVM(ns, "vm1", virtv1.RunStrategyHalted, 30, testguest.ActionACPI))
+	watcher, err := client.NewWithWatch(w.cluster.Config, client.Options{Scheme: w.client.Scheme()})
+	if err != nil {
+		b.Fatal(err)
+	}
+	var start, restart time.Duration
+	b.ResetTimer()
+	for range b.N {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+		events, err := watcher.Watch(ctx, &virtv1.VirtualMachineInstanceList{}, client.InNamespace(ns))
+		if err != nil {
+			b.Fatal(err)
+		}
+		t0 := time.Now()
+		w.mustRun(b, "-n", ns, "start", "vm1")
+		first := waitRunningVMI(b, events.ResultChan(), "vm1", "")
+		start += time.Since(t0)
+		b.StopTimer()
+		waitConsole(b, w.dir, ns, "vm1", testguest.ShellMarker, bootTimeout)
+		b.StartTimer()
+
+		t0 = time.Now()
+		w.mustRun(b, "-n", ns, "restart", "vm1")
+		waitRunningVMI(b, events.ResultChan(), "vm1", first)
+		restart += time.Since(t0)
+		b.StopTimer()
+		events.Stop()
+		cancel()
+		waitConsole(b, w.dir, ns, "vm1", testguest.ShellMarker, bootTimeout)
+		w.mustRun(b, "-n", ns, "stop", "vm1")
+		vw.waitVM(b, ns, "vm1", "Stopped", 2*time.Minute, stoppedVM)
+		b.StartTimer()
+	}
+	b.StopTimer()
+	b.ReportMetric(float64(start.Milliseconds())/float64(b.N), "ms-start-to-Running/op")
+	b.ReportMetric(float64(restart.Milliseconds())/float64(b.N), "ms-restart-to-Running/op")
+	vw.deleteVM(b, ns, "vm1")
+}
+
+// waitRunningVMI reads VMI events until the VMI name, with another UID
+// than not, is Running, and returns its UID.
+func waitRunningVMI(b *testing.B, events <-chan watch.Event, name string, not types.UID) types.UID {
+	b.Helper()
+	for ev := range events {
+		vmi, ok := ev.Object.(*virtv1.VirtualMachineInstance)
+		if ok && vmi.Name == name && vmi.UID != not && vmi.Status.Phase == virtv1.Running {
+			return vmi.UID
+		}
+	}
+	b.Fatalf("the watch ended before VMI %s (not %q) ran", name, not)
+	return ""
 }

@@ -9,12 +9,14 @@ import (
 	"path"
 	"path/filepath"
 	"strings"
+	"time"
 
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/util/validation"
 
 	"github.com/vmi2libvirt/vmi2libvirt/convert"
 	"github.com/vmi2libvirt/vmi2libvirt/examples/nodeagent/agent"
+	"github.com/vmi2libvirt/vmi2libvirt/launcher"
 )
 
 // config is what the command line says.
@@ -32,6 +34,9 @@ type config struct {
 
 	APIAddress string // host:port of the node API for the control plane (mutual TLS); empty: none
 	APICerts   string // folder of the node API's certificates (tls.crt, tls.key, ca.crt)
+
+	HeartbeatInterval time.Duration // the longest time between two heartbeats on the Node
+	LibvirtURI        string        // the libvirt connection; empty: the launcher's default
 }
 
 // parseFlags reads the command line (without the program name). Errors name
@@ -70,8 +75,11 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 		"`HOST:PORT` serving the node API to the control plane (virtctl console, vnc, pause...), mutual TLS; written to this node's Node object (port 0: any free port; empty: none)")
 	fs.StringVar(&cfg.APICerts, "api-certs", "",
 		"`DIR` of the node API's certificates: tls.crt and tls.key (this agent's), ca.crt (the control plane's authority); required with -api-address")
+	fs.DurationVar(&cfg.HeartbeatInterval, "heartbeat-interval", agent.DefaultHeartbeatInterval,
+		"the longest `DURATION` between two heartbeats written to this node's Node (kubevirt.io/heartbeat; changes are written at once)")
+	fs.StringVar(&cfg.LibvirtURI, "libvirt-uri", "", "the libvirt connection `URI` (default "+launcher.DefaultURI+")")
 	fs.Usage = func() {
-		fmt.Fprintln(stderr, "usage: nodeagent -kubeconfig FILE -node NAME [-emulate] [-claim] [-node-labels k=v,...] [-state-dir DIR] [-metrics-address ADDR] [-stream-address IP] [-stream-origins HOST:PORT,...] [-api-address HOST:PORT -api-certs DIR]")
+		fmt.Fprintln(stderr, "usage: nodeagent -kubeconfig FILE -node NAME [-emulate] [-claim] [-node-labels k=v,...] [-state-dir DIR] [-metrics-address ADDR] [-stream-address IP] [-stream-origins HOST:PORT,...] [-api-address HOST:PORT -api-certs DIR] [-heartbeat-interval DURATION] [-libvirt-uri URI]")
 		fs.PrintDefaults()
 	}
 	if err := fs.Parse(args); err != nil {
@@ -99,6 +107,9 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	}
 	if (cfg.APIAddress == "") != (cfg.APICerts == "") {
 		return config{}, errors.New("-api-address and -api-certs: give both or neither (the node API is mutual TLS only)")
+	}
+	if cfg.HeartbeatInterval <= 0 {
+		return config{}, fmt.Errorf("-heartbeat-interval: invalid value %s: must be positive", cfg.HeartbeatInterval)
 	}
 	if cfg.StateDir == "" {
 		return config{}, errors.New("-state-dir: must not be empty")

@@ -65,6 +65,30 @@ type virtctlWorld struct {
 // of the test.
 func newVirtctlWorld(t testing.TB) *virtctlWorld {
 	t.Helper()
+	return startVirtctlWorld(t, nil)
+}
+
+// newVirtctlVMWorld is a virtctl world with the control plane too (its VM
+// controller and webhooks, the process of testcluster.StartControlPlane),
+// whose agent claims the VMIs that select its node (vmWorld.guestVM's):
+// virtctl start, restart and stop act on VirtualMachines as on a KubeVirt
+// cluster. The vmWorld of the same cluster, control plane and agent gives
+// the VM tests' helpers.
+func newVirtctlVMWorld(t testing.TB) (*virtctlWorld, *vmWorld) {
+	t.Helper()
+	var vw *vmWorld
+	w := startVirtctlWorld(t, func(w *virtctlWorld) []string {
+		vw = &vmWorld{world: w.world, cp: w.cluster.StartControlPlane(t), node: w.node, dir: w.dir}
+		return []string{"-claim"}
+	})
+	vw.agent = w.agent
+	return w, vw
+}
+
+// startVirtctlWorld starts the world; before starting the agent it calls
+// before (when not nil), whose answer are extra flags of the agent.
+func startVirtctlWorld(t testing.TB, before func(*virtctlWorld) []string) *virtctlWorld {
+	t.Helper()
 	virtctl := testcluster.Virtctl(t)
 	w := &virtctlWorld{world: newWorld(t), virtctl: virtctl, pki: t.TempDir(), node: uniqueName("node"), dir: stateDir(t), log: &syncBuffer{}}
 	nodes, err := testcluster.NewCA("vmi2libvirt-nodes-ca")
@@ -126,7 +150,11 @@ func newVirtctlWorld(t testing.TB) *virtctlWorld {
 		t.Fatalf("kubectl apply KubeVirt's default role: %v\n%s", err, stderr)
 	}
 
-	w.agent = w.startNode(t, w.node, w.dir, "-api-address", "127.0.0.1:0", "-api-certs", w.certs("nodeagent"))
+	args := []string{"-api-address", "127.0.0.1:0", "-api-certs", w.certs("nodeagent")}
+	if before != nil {
+		args = append(args, before(w)...)
+	}
+	w.agent = w.startNode(t, w.node, w.dir, args...)
 	waitCtx, waitCancel := context.WithTimeout(context.Background(), time.Minute)
 	defer waitCancel()
 	w.agent.waitFor(waitCtx, t, "node API address written to the Node")

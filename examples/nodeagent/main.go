@@ -77,14 +77,16 @@ func run(ctx context.Context, cfg config, log *slog.Logger) error {
 		Claim:      cfg.Claim,
 		NodeLabels: cfg.NodeLabels,
 		Launcher: launcher.Config{
+			URI:     cfg.LibvirtURI,
 			Emulate: cfg.Emulate,
 			Layout:  convert.HostLayout{StateDir: cfg.StateDir},
 		},
-		HTTPAddress:   cfg.MetricsAddress,
-		StreamAddress: cfg.StreamAddress,
-		StreamOrigins: cfg.StreamOrigins,
-		APIAddress:    cfg.APIAddress,
-		APICertDir:    cfg.APICerts,
-		Logger:        log,
+		HTTPAddress:       cfg.MetricsAddress,
+		StreamAddress:     cfg.StreamAddress,
+		StreamOrigins:     cfg.StreamOrigins,
+		APIAddress:        cfg.APIAddress,
+		APICertDir:        cfg.APICerts,
+		HeartbeatInterval: cfg.HeartbeatInterval,
+		Logger:            log,
 	})
 }

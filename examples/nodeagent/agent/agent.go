@@ -118,6 +118,16 @@ type Config struct {
 	// APIAddress.
 	APICertDir string
 
+	// HeartbeatInterval is the longest time between two heartbeats the
+	// agent writes to its Node (kubevirt.io/heartbeat, with
+	// kubevirt.io/schedulable and Labeller's labels); 0:
+	// DefaultHeartbeatInterval. Changes are written at once (libvirt is
+	// probed every heartbeatCheck).
+	HeartbeatInterval time.Duration
+	// Labeller gives the labels of what this node can run, for its Node;
+	// nil: StaticLabels(NodeLabels).
+	Labeller NodeLabeller
+
 	// Workers is how many VMIs are reconciled at once; 0: DefaultWorkers.
 	Workers int
 
@@ -147,6 +157,12 @@ func (cfg Config) withDefaults() (Config, error) {
 	}
 	if cfg.HTTPAddress == "" {
 		cfg.HTTPAddress = DefaultHTTPAddress
+	}
+	if cfg.HeartbeatInterval <= 0 {
+		cfg.HeartbeatInterval = DefaultHeartbeatInterval
+	}
+	if cfg.Labeller == nil {
+		cfg.Labeller = StaticLabels(cfg.NodeLabels)
 	}
 	if cfg.Workers <= 0 {
 		cfg.Workers = DefaultWorkers
@@ -207,6 +223,11 @@ func Run(ctx context.Context, restConfig *rest.Config, cfg Config) error {
 		return err
 	}
 	defer l.Close()
+	direct, err := client.New(restConfig, client.Options{Scheme: scheme})
+	if err != nil {
+		return err
+	}
+	removeStale(ctx, l, direct, cfg.Node, log)
 	var streams *streamServers
 	if cfg.StreamAddress != "" {
 		if !net.ParseIP(cfg.StreamAddress).IsLoopback() {
@@ -260,6 +281,9 @@ func Run(ctx context.Context, restConfig *rest.Config, cfg Config) error {
 		if err := addAPIServer(mgr, restConfig, l, events, cfg, log); err != nil {
 			return err
 		}
+	}
+	if err := addHeartbeat(mgr, restConfig, l, cfg, log); err != nil {
+		return err
 	}
 	log.Info("nodeagent: starting", "selector", mine.String(), "server", restConfig.Host, "owner", l.Owner(),
 		"stateDir", cfg.Launcher.Layout.StateDir, "emulate", cfg.Launcher.Emulate, "claim", cfg.Claim, "nodeLabels", cfg.NodeLabels.String())
@@ -373,7 +397,7 @@ func addClaimController(mgr manager.Manager, restConfig *rest.Config, scheme *ru
 	}
 	c := &claimReconciler{
 		unbound: unbound, api: mgr.GetAPIReader(), client: mgr.GetClient(),
-		node: nodeObject(cfg.Node, cfg.NodeLabels), events: events, metrics: metrics, log: log,
+		node: cfg.Node, events: events, metrics: metrics, log: log,
 	}
 	return ctrl.NewControllerManagedBy(mgr).
 		Named("vmi-claim").
@@ -453,6 +477,24 @@ func addAPIServer(mgr manager.Manager, restConfig *rest.Config, l *launcher.Laun
 	return mgr.Add(&apiServer{
 		listener: ln, tls: tlsConfig, node: cfg.Node, nodes: nodes, vmis: mgr.GetCache(),
 		launcher: l, events: events, log: log,
+	})
+}
+
+// heartbeatCheck is how often the heartbeat asks libvirt and the labeller
+// whether what it writes has changed.
+const heartbeatCheck = 2 * time.Second
+
+// addHeartbeat adds the heartbeat of the node's Node: libvirt answers
+// when the launcher lists its domains.
+func addHeartbeat(mgr manager.Manager, restConfig *rest.Config, l *launcher.Launcher, cfg Config, log *slog.Logger) error {
+	nodes, err := kubernetes.NewForConfig(restConfig)
+	if err != nil {
+		return err
+	}
+	return mgr.Add(&heartbeat{
+		node: cfg.Node, nodes: nodes, labeller: cfg.Labeller, interval: cfg.HeartbeatInterval,
+		check: min(heartbeatCheck, cfg.HeartbeatInterval), log: log,
+		probe: func(ctx context.Context) error { _, err := l.List(ctx); return err },
 	})
 }
 

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"time"
 
 	k8sv1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -40,7 +41,7 @@ type claimReconciler struct {
 	unbound client.Reader // the cache of unbound VMIs
 	api     client.Reader // reads from the API server itself: who won
 	client  client.Writer
-	node    *k8sv1.Node // this node, as the matching sees it: name and labels
+	node    string // this node's name: its Node's labels are matched
 	events  record.EventRecorder
 	metrics *agentMetrics
 	log     *slog.Logger
@@ -52,7 +53,20 @@ func (c *claimReconciler) Reconcile(ctx context.Context, req reconcile.Request) 
 	if err := c.unbound.Get(ctx, req.NamespacedName, &vmi); err != nil {
 		return reconcile.Result{}, client.IgnoreNotFound(err)
 	}
-	ok, err := claimable(&vmi, c.node)
+	// The labels the Node really has, as the heartbeat wrote them; no
+	// claim while the Node is missing or unschedulable (KubeVirt's
+	// launcher pods select kubevirt.io/schedulable=true).
+	var node k8sv1.Node
+	if err := c.api.Get(ctx, client.ObjectKey{Name: c.node}, &node); err != nil {
+		if apierrors.IsNotFound(err) {
+			return reconcile.Result{RequeueAfter: claimRecheck}, nil
+		}
+		return reconcile.Result{}, err
+	}
+	if node.Labels[v1.NodeSchedulable] != "true" {
+		return reconcile.Result{RequeueAfter: claimRecheck}, nil
+	}
+	ok, err := claimable(&vmi, &node)
 	if err != nil {
 		c.log.Warn("nodeagent: not claiming a VMI whose node affinity cannot be read", "vmi", key(&vmi), "err", err)
 		return reconcile.Result{}, nil
@@ -60,14 +74,14 @@ func (c *claimReconciler) Reconcile(ctx context.Context, req reconcile.Request) 
 	if !ok {
 		return reconcile.Result{}, nil
 	}
-	winner, err := bind(ctx, c.client, c.api, &vmi, c.node.Name)
+	winner, err := bind(ctx, c.client, c.api, &vmi, c.node)
 	switch {
 	case err != nil:
 		return reconcile.Result{}, client.IgnoreNotFound(err)
-	case winner == c.node.Name:
+	case winner == c.node:
 		c.metrics.claims.WithLabelValues("won").Inc()
 		c.log.Info("nodeagent: claimed a VMI", "vmi", key(&vmi))
-		c.events.Event(&vmi, eventClaimed.Type, eventClaimed.Reason, fmt.Sprintf("Bound to node %s by its node agent.", c.node.Name))
+		c.events.Event(&vmi, eventClaimed.Type, eventClaimed.Reason, fmt.Sprintf("Bound to node %s by its node agent.", c.node))
 	case winner != "":
 		c.metrics.claims.WithLabelValues("lost").Inc()
 		c.log.Info("nodeagent: another node's agent claimed a VMI first", "vmi", key(&vmi), "node", winner)
@@ -123,12 +137,13 @@ func bind(ctx context.Context, w client.Writer, r client.Reader, vmi *v1.Virtual
 	return now.Labels[v1.NodeNameLabel], nil
 }
 
-// nodeObject is the node as claim matching sees it: its name, and its
-// labels with kubernetes.io/hostname set to the name unless given.
-func nodeObject(name string, nodeLabels labels.Set) *k8sv1.Node {
-	l := labels.Set{k8sv1.LabelHostname: name}
-	for k, v := range nodeLabels {
-		l[k] = v
-	}
-	return &k8sv1.Node{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: l}}
+// claimRecheck is when an unbound VMI is looked at again while this
+// node's Node is missing or unschedulable.
+const claimRecheck = 2 * time.Second
+
+// nodeObject is the Node as a heartbeat of a schedulable node with
+// labels l writes it: its name, and its labels with kubernetes.io/hostname
+// set to the name unless given.
+func nodeObject(name string, l labels.Set) *k8sv1.Node {
+	return &k8sv1.Node{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: nodeLabels(name, beat{schedulable: true, labels: l})}}
 }

@@ -15,13 +15,14 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"github.com/vmi2libvirt/vmi2libvirt/domain"
+	"github.com/vmi2libvirt/vmi2libvirt/examples/nodeagent/nodeapi"
 	"github.com/vmi2libvirt/vmi2libvirt/launcher"
 )
 
 // Finalizer is the agent's finalizer on each VMI it runs: while it is
 // there, the VMI may have a domain and a state folder on its node. The
 // agent removes it once both are gone.
-const Finalizer = "vmi2libvirt.github.com/nodeagent"
+const Finalizer = nodeapi.Finalizer
 
 // Retry intervals the reconciler asks for beside its rate-limited retries
 // on error.

@@ -4,6 +4,7 @@ import (
 	"github.com/go-logr/logr"
 
 	"github.com/vmi2libvirt/vmi2libvirt/examples/nodeagent/controlplane/admission"
+	"github.com/vmi2libvirt/vmi2libvirt/examples/nodeagent/controlplane/node"
 	"github.com/vmi2libvirt/vmi2libvirt/examples/nodeagent/controlplane/vm"
 	"github.com/vmi2libvirt/vmi2libvirt/examples/nodeagent/controlplane/vmi"
 	"github.com/vmi2libvirt/vmi2libvirt/examples/nodeagent/subresources"
@@ -17,7 +18,7 @@ type component struct {
 }
 
 // components are the control plane's roles, added in this order by Run:
-// virt-controller's VM and VMI controllers, and virt-api's admission
+// virt-controller's VM, VMI and node controllers, and virt-api's admission
 // webhooks and subresource API (v1.subresources.kubevirt.io: what virtctl
 // speaks), on one HTTPS server as virt-api serves them — the subresource
 // API asks the aggregation layer's client certificate in its TLS
@@ -29,6 +30,9 @@ var components = []component{
 	}},
 	{"vmi controller", func(e *env) error {
 		return vmi.Add(e.mgr, vmi.Options{Logger: e.log})
+	}},
+	{"node controller", func(e *env) error {
+		return node.Add(e.mgr, node.Options{GracePeriod: e.cfg.NodeGracePeriod, Logger: e.log})
 	}},
 	{"admission webhooks", func(e *env) error {
 		admission.Register(e.mux, admission.Options{Cluster: e.cfg.Cluster, Logger: logr.FromSlogHandler(e.log.Handler())})

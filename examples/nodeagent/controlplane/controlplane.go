@@ -63,6 +63,11 @@ type Config struct {
 	// subresource API reaches VMIs. Empty: no subresource API.
 	NodeAgentCertDir string
 
+	// NodeGracePeriod is how old a Node's heartbeat may be before the node
+	// is dead: its VMIs fail (NodeUnresponsive); 0:
+	// node.DefaultGracePeriod, KubeVirt's.
+	NodeGracePeriod time.Duration
+
 	// Cluster is the KubeVirt cluster configuration the admission defaults
 	// follow; the zero value is KubeVirt's default.
 	Cluster api.ClusterConfig

@@ -11,6 +11,12 @@ import (
 // serves the API: host:port.
 const AddressAnnotation = "vmi2libvirt.github.com/nodeagent-api"
 
+// Finalizer is a node agent's finalizer on each VMI it runs: while it is
+// there, the VMI's guest or its traces may still be on the node. The
+// control plane takes it off a VMI whose node it declares dead (the agent
+// that comes back removes the traces itself).
+const Finalizer = "vmi2libvirt.github.com/nodeagent"
+
 // AddressOf returns the address the agent of node serves the API at, from
 // its AddressAnnotation; an error names the node when it has none (no
 // agent with the API runs there) or the value is not host:port.

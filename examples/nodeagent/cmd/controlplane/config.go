@@ -6,18 +6,21 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"time"
 
 	"github.com/vmi2libvirt/vmi2libvirt/examples/nodeagent/controlplane"
+	"github.com/vmi2libvirt/vmi2libvirt/examples/nodeagent/controlplane/node"
 )
 
 // config is what the command line says.
 type config struct {
-	Kubeconfig     string // kubeconfig file of the API server, with the control plane's credentials
-	CertFile       string // the HTTPS server's certificate (PEM)
-	KeyFile        string // its private key (PEM)
-	BindAddress    string // where the HTTPS server (the webhooks, the subresource API) listens
-	MetricsAddress string // where /metrics, /healthz and /readyz are served
-	NodeAgentCerts string // the node API's client certificate folder
+	Kubeconfig     string        // kubeconfig file of the API server, with the control plane's credentials
+	CertFile       string        // the HTTPS server's certificate (PEM)
+	KeyFile        string        // its private key (PEM)
+	BindAddress    string        // where the HTTPS server (the webhooks, the subresource API) listens
+	MetricsAddress string        // where /metrics, /healthz and /readyz are served
+	NodeAgentCerts string        // the node API's client certificate folder
+	NodeGrace      time.Duration // how old a Node's heartbeat may be before the node is dead
 }
 
 // parseFlags reads the command line (without the program name). Errors name
@@ -35,8 +38,10 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 		"`DIR` of the node agents' API client certificate and authority (tls.crt, tls.key, ca.crt); empty: no subresource API")
 	fs.StringVar(&cfg.MetricsAddress, "metrics-address", controlplane.DefaultHTTPAddress,
 		"`ADDR` serving /metrics, /healthz and /readyz (port 0: any free port, logged; off: none)")
+	fs.DurationVar(&cfg.NodeGrace, "node-grace-period", node.DefaultGracePeriod,
+		"how old a Node's kubevirt.io/heartbeat may be, `DURATION`, before its VMIs fail (NodeUnresponsive) and are replaced elsewhere")
 	fs.Usage = func() {
-		fmt.Fprintln(stderr, "usage: controlplane -kubeconfig FILE -tls-cert-file FILE -tls-private-key-file FILE [-bind-address HOST:PORT] [-metrics-address ADDR] [-nodeagent-certs DIR]")
+		fmt.Fprintln(stderr, "usage: controlplane -kubeconfig FILE -tls-cert-file FILE -tls-private-key-file FILE [-bind-address HOST:PORT] [-metrics-address ADDR] [-nodeagent-certs DIR] [-node-grace-period DURATION]")
 		fs.PrintDefaults()
 	}
 	if err := fs.Parse(args); err != nil {
@@ -59,6 +64,9 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 		if _, _, err := net.SplitHostPort(cfg.MetricsAddress); err != nil {
 			return config{}, fmt.Errorf("-metrics-address: invalid value %q: %v", cfg.MetricsAddress, err)
 		}
+	}
+	if cfg.NodeGrace <= 0 {
+		return config{}, fmt.Errorf("-node-grace-period: invalid value %s: must be positive", cfg.NodeGrace)
 	}
 	return cfg, nil
 }

@@ -66,6 +66,7 @@ func run(ctx context.Context, cfg config, log *slog.Logger) error {
 		Address:          cfg.BindAddress,
 		HTTPAddress:      cfg.MetricsAddress,
 		NodeAgentCertDir: cfg.NodeAgentCerts,
+		NodeGracePeriod:  cfg.NodeGrace,
 		Logger:           log,
 	})
 }

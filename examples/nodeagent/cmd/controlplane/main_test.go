@@ -5,6 +5,7 @@ import (
 	"flag"
 	"io"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 )
@@ -20,13 +21,14 @@ func TestParseFlags(t *testing.T) {
 		{
 			name: "defaults",
 			args: required,
-			want: config{Kubeconfig: "/k", CertFile: "/c", KeyFile: "/p", BindAddress: "127.0.0.1:8443", MetricsAddress: "127.0.0.1:8081"},
+			want: config{Kubeconfig: "/k", CertFile: "/c", KeyFile: "/p", BindAddress: "127.0.0.1:8443", MetricsAddress: "127.0.0.1:8081", NodeGrace: 5 * time.Minute},
 		},
 		{
 			name: "all",
-			args: append(required, "-bind-address", "127.0.0.1:0", "-metrics-address", "off"),
-			want: config{Kubeconfig: "/k", CertFile: "/c", KeyFile: "/p", BindAddress: "127.0.0.1:0", MetricsAddress: "off"},
+			args: append(required, "-bind-address", "127.0.0.1:0", "-metrics-address", "off", "-node-grace-period", "20s"),
+			want: config{Kubeconfig: "/k", CertFile: "/c", KeyFile: "/p", BindAddress: "127.0.0.1:0", MetricsAddress: "off", NodeGrace: 20 * time.Second},
 		},
+		{name: "grace period zero", args: append(required, "-node-grace-period", "0s"), err: "-node-grace-period: invalid value 0s: must be positive"},
 		{name: "no kubeconfig", args: required[2:], err: "-kubeconfig: required"},
 		{name: "no certificate", args: append(required[:2:2], required[4:]...), err: "-tls-cert-file: required"},
 		{name: "no key", args: required[:4], err: "-tls-private-key-file: required"},

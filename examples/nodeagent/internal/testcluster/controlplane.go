@@ -63,6 +63,7 @@ type ControlPlane struct {
 
 	tb                     testing.TB // the test that started it: each process lives until it ends
 	bin, certFile, keyFile string
+	extra                  []string // more flags, each start
 }
 
 var controlPlaneBuild struct {
@@ -96,16 +97,17 @@ func buildControlPlane(tb testing.TB, root string) string {
 	return b.bin
 }
 
-// StartControlPlane starts the control plane of c and waits until the API
-// server sends VMs and VMIs through its webhooks. It is killed at the end
-// of the test if it still runs.
-func (c *Cluster) StartControlPlane(tb testing.TB) *ControlPlane {
+// StartControlPlane starts the control plane of c, with the extra flags
+// (such as -node-grace-period 10s), and waits until the API server sends
+// VMs and VMIs through its webhooks. It is killed at the end of the test
+// if it still runs.
+func (c *Cluster) StartControlPlane(tb testing.TB, extra ...string) *ControlPlane {
 	tb.Helper()
 	root, err := RepoRoot()
 	if err != nil {
 		tb.Fatal(err)
 	}
-	cp := &ControlPlane{tb: tb, bin: buildControlPlane(tb, root)}
+	cp := &ControlPlane{tb: tb, bin: buildControlPlane(tb, root), extra: extra}
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 
@@ -151,6 +153,7 @@ func (cp *ControlPlane) start(ctx context.Context, tb testing.TB, address string
 	tb.Helper()
 	cmd := exec.Command(cp.bin, "-kubeconfig", cp.Kubeconfig, "-tls-cert-file", cp.certFile, "-tls-private-key-file", cp.keyFile,
 		"-bind-address", address, "-metrics-address", "127.0.0.1:0")
+	cmd.Args = append(cmd.Args, cp.extra...)
 	cp.Process = StartProcess(cp.tb, "control plane", cmd)
 	cp.Address = cp.Process.Address(ctx, tb, "controlplane: serving HTTPS")
 	cp.Metrics = "http://" + cp.Process.Address(ctx, tb, "controlplane: serving metrics and health")
