@@ -214,12 +214,7 @@ func (l HostLayout) VolumeArtifact(vmi *v1.VirtualMachineInstance, index int) (H
 	case volConfigMap, volSecret, volServiceAccount, volDownwardAPI:
 		a.Kind, a.Path = ArtifactConfigISO, path.Join(state, "config", v.Name+".iso")
 	case volPVC, volDataVolume:
-		name, fp := "", p
-		if kind == volPVC {
-			name, fp = v.PersistentVolumeClaim.ClaimName, p.Child("persistentVolumeClaim", "claimName")
-		} else {
-			name, fp = v.DataVolume.Name, p.Child("dataVolume", "name")
-		}
+		name, fp := claimName(v, kind, p)
 		src, err := l.claim(name, fp)
 		if err != nil {
 			return HostArtifact{}, err
@@ -270,6 +265,15 @@ func (l HostLayout) checkHostDisk(raw, clean string, fp *field.Path) error {
 	return field.Invalid(fp, raw, "not under a folder of HostLayout.HostDiskAllow ("+strings.Join(l.HostDiskAllow, ", ")+")")
 }
 
+// claimName is the claim a PVC or DataVolume volume (at p) names, and the
+// path of the field that names it.
+func claimName(v *v1.Volume, kind volumeKind, p *field.Path) (string, *field.Path) {
+	if kind == volPVC {
+		return v.PersistentVolumeClaim.ClaimName, p.Child("persistentVolumeClaim", "claimName")
+	}
+	return v.DataVolume.Name, p.Child("dataVolume", "name")
+}
+
 // claimFolder is the Type of a claim in HostLayout.Claims that is a folder.
 const claimFolder = "dir"
 
@@ -286,12 +290,7 @@ func (l HostLayout) sharedArtifact(v *v1.Volume, kind volumeKind, index int, sta
 		a.Kind, a.Path = ArtifactConfigFolder, path.Join(state, "config", v.Name)
 		return a, nil
 	case volPVC, volDataVolume:
-		name, fp := "", p
-		if kind == volPVC {
-			name, fp = v.PersistentVolumeClaim.ClaimName, p.Child("persistentVolumeClaim", "claimName")
-		} else {
-			name, fp = v.DataVolume.Name, p.Child("dataVolume", "name")
-		}
+		name, fp := claimName(v, kind, p)
 		src, err := l.claim(name, fp)
 		if err != nil {
 			return HostArtifact{}, err
