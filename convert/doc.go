@@ -68,8 +68,8 @@
 //	spec.domain.devices.disks[*].shareable           the layout makes the volume a qcow2 image (containerDisk and
 //	                                                 ephemeral overlays, empty disks): libvirt refuses to share
 //	                                                 one (KubeVirt writes it)
-//	spec.domain.devices.panicDevices[*].model        pvpanic: libvirt 9.0 has no such model, 9.1 added it
-//	                                                 (KubeVirt writes it)
+//	spec.domain.devices.panicDevices[*].model        pvpanic: Options.HostFacts lacks the pvpanic model
+//	                                                 (libvirt 9.1 added it)
 //	spec.domain.features.hyperv.tlbflush.direct,     Options.HostFacts lacks direct and extended TLB flush
 //	  spec.domain.features.hyperv.tlbflush.extended
 //	spec.domain.cpu.model                            Options.HostFacts: a named model QEMU does not offer, or
