@@ -52,7 +52,11 @@ func (c *converter) cpu(d *libvirtxml.Domain) error {
 	if err := c.cpuModel(cpu); err != nil {
 		return err
 	}
+	if c.facts.numa.err != nil {
+		return c.facts.numa.err
+	}
 	c.cpuNUMA(cpu, t.count())
+	c.numaCells(d, cpu)
 	d.CPU = cpu
 	return c.pinCPUs(d)
 }

@@ -227,7 +227,7 @@ func TestIOThreadPinsWithCPUPins(t *testing.T) {
 
 func TestCPURefusals(t *testing.T) {
 	vmi := computeVMI(&v1.CPU{Cores: 1, DedicatedCPUPlacement: true, NUMA: &v1.NUMA{GuestMappingPassthrough: &v1.NUMAGuestMappingPassthrough{}}})
-	_, _, err := runArea(t, vmi, nil, (*converter).unsupported)
+	_, _, err := runArea(t, vmi, nil, (*converter).cpu)
 	fieldErr(t, err, "spec.domain.cpu.numa.guestMappingPassthrough", "host's NUMA topology")
 
 	// The rules of the VMI alone are api.Validate's, not checked again.

@@ -41,8 +41,7 @@
 //	spec.resourceClaims                              dynamic resource allocation needs a cluster
 //	spec.utilityVolumes                              utility volumes need a cluster
 //	spec.domain.launchSecurity                       the host's SEV/TDX set-up is not converted
-//	spec.domain.cpu.realtime,                        the host's NUMA topology, which Options do not carry
-//	  spec.domain.cpu.numa.guestMappingPassthrough
+//	spec.domain.cpu.realtime                         realtime's settings on top of the host's NUMA topology are not converted
 //	spec.domain.firmware.acpi                        the tables are files inside secret volumes, which no layout names
 //	metadata.annotations[kubevirt.io/ignitiondata]   a file virt-launcher writes on its host and passes to QEMU
 //	spec.accessCredentials[*].sshPublicKey.propagationMethod.qemuGuestAgent,
@@ -58,6 +57,8 @@
 //	  spec.domain.devices.hostDevices[*].tag,        launcher does not write
 //	  spec.domain.devices.gpus[*].tag
 //	spec.domain.cpu.dedicatedCpuPlacement            Options.CPUSet has fewer host CPUs than the VMI pins
+//	spec.domain.cpu.numa.guestMappingPassthrough     Options.HostFacts.NUMA gives no cells, or none for a pinned CPU,
+//	                                                 or the memory is not whole hugepages, one or more per cell
 //	spec.domain.ioThreadsPolicy                      supplementalPool: Options.HostFacts lacks <driver><iothreads>
 //	spec.domain.devices.disks[*].blockSize.custom.discardGranularity
 //	                                                 Options.HostFacts lacks discard_granularity
@@ -68,8 +69,8 @@
 //	spec.domain.devices.disks[*].shareable           the layout makes the volume a qcow2 image (containerDisk and
 //	                                                 ephemeral overlays, empty disks): libvirt refuses to share
 //	                                                 one (KubeVirt writes it)
-//	spec.domain.devices.panicDevices[*].model        pvpanic: libvirt 9.0 has no such model, 9.1 added it
-//	                                                 (KubeVirt writes it)
+//	spec.domain.devices.panicDevices[*].model        pvpanic: Options.HostFacts lacks the pvpanic model
+//	                                                 (libvirt 9.1 added it)
 //	spec.domain.features.hyperv.tlbflush.direct,     Options.HostFacts lacks direct and extended TLB flush
 //	  spec.domain.features.hyperv.tlbflush.extended
 //	spec.domain.cpu.model                            Options.HostFacts: a named model QEMU does not offer, or

@@ -38,6 +38,10 @@ type facts struct {
 	// pins the vCPUs and the emulator thread, the iothreads area the IO
 	// threads.
 	pins cpuPins
+	// numa is the guest NUMA topology mapped from the host's (guest
+	// mapping passthrough): the cpu area writes its cells and
+	// <numatune>, the memory area their hugepages.
+	numa numaPlan
 }
 
 // gatherFacts works out the facts of converting vmi with opts.
@@ -56,6 +60,7 @@ func gatherFacts(vmi *v1.VirtualMachineInstance, opts *Options) facts {
 	f.memfd = f.sharedMemory || dom.Memory != nil && dom.Memory.Hugepages != nil && vmi.Annotations[v1.MemfdMemoryBackend] != "false"
 	f.ioThreads = planIOThreads(dom)
 	f.pins = planPins(vmi, f.topology.count(), f.ioThreads.pool, opts.CPUSet)
+	f.numa = planNUMA(vmi, opts.HostFacts.NUMA, &f.pins, f.memory)
 	return f
 }
 

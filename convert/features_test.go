@@ -76,7 +76,7 @@ func TestSysinfoEmpty(t *testing.T) {
 }
 
 // debian12 are the forms Debian 12's libvirt 9.0 lacks of KubeVirt's.
-var debian12 = []Lack{LackSlotlessMaxMemory, LackDiscardGranularity, LackTLBFlushDirectExtended, LackDiskIOThreads}
+var debian12 = []Lack{LackSlotlessMaxMemory, LackDiscardGranularity, LackTLBFlushDirectExtended, LackDiskIOThreads, LackPvpanic}
 
 // With KubeVirt's libvirt (no facts), tlbflush's direct and extended
 // flushes are written as KubeVirt writes them: each on or off as the VMI

@@ -95,6 +95,7 @@ func runCase(t *testing.T, dir string) {
 // refused for a host that lacks the form).
 var newerLibvirtCases = map[string]convert.Lack{
 	"compute-features-hyperv-tlbflush-direct": convert.LackTLBFlushDirectExtended,
+	"devices-pvpanic":                         convert.LackPvpanic,
 	"storage-discard-granularity":             convert.LackDiscardGranularity,
 	"storage-iothreads-pool":                  convert.LackDiskIOThreads,
 	"storage-iothreads-pool-dedicated":        convert.LackDiskIOThreads,

@@ -119,6 +119,9 @@ const (
 	// LackDiskIOThreads: no disk <driver><iothreads> mapping of a disk's
 	// queues to IO threads (libvirt before 10.0).
 	LackDiskIOThreads Lack = "disk-iothreads"
+	// LackPvpanic: no pvpanic panic model, QEMU's PCI pvpanic device
+	// (libvirt before 9.1).
+	LackPvpanic Lack = "panic-pvpanic"
 	// LackTPMEmulator: libvirt cannot emulate a TPM (no swtpm).
 	LackTPMEmulator Lack = "tpm-emulator"
 	// LackPasst: no passt backend for user-mode interfaces (no passt
@@ -135,6 +138,7 @@ var lackDetails = map[Lack]string{
 	LackDiscardGranularity:     "this host's libvirt has no <blockio discard_granularity> (libvirt 10.3 added it)",
 	LackTLBFlushDirectExtended: "this host's libvirt has no direct or extended Hyper-V TLB flush (libvirt 9.1 added them)",
 	LackDiskIOThreads:          "supplementalPool maps disk queues to IO threads (<driver><iothreads>), which this host's libvirt does not have (libvirt 10.0 added it)",
+	LackPvpanic:                "this host's libvirt has no pvpanic panic model (the PCI pvpanic device; libvirt 9.1 added it)",
 	LackTPMEmulator:            "this host's libvirt cannot emulate a TPM (swtpm is not installed)",
 	LackPasst:                  "this host has no passt backend for user-mode networking (the passt package is not installed)",
 }

@@ -65,18 +65,18 @@ func (c *converter) usbRedirection(d *libvirtxml.Domain) error {
 }
 
 // panicDevices adds spec.domain.devices.panicDevices; a device without a
-// model gets libvirt's default for the machine. The pvpanic model (QEMU's
-// PCI pvpanic device), which KubeVirt writes as it is, is refused: libvirt
-// 9.0 has no such model (9.1 added it) and refuses the domain.
+// model gets libvirt's default for the machine. Each model is written as
+// KubeVirt writes it; the pvpanic model (QEMU's PCI pvpanic device) is
+// refused where the host's libvirt lacks it (LackPvpanic: libvirt 9.0
+// refuses the domain, 9.1 added the model).
 func (c *converter) panicDevices(d *libvirtxml.Domain) error {
 	for i, p := range c.spec.Domain.Devices.PanicDevices {
 		var model string
 		if p.Model != nil {
 			model = string(*p.Model)
 		}
-		if model == string(v1.Pvpanic) {
-			return field.Forbidden(devicesPath.Child("panicDevices").Index(i).Child("model"),
-				"libvirt 9.0 has no pvpanic panic model (the PCI pvpanic device; libvirt 9.1 added it)")
+		if model == string(v1.Pvpanic) && !c.opts.HostFacts.Has(LackPvpanic) {
+			return refuseLack(devicesPath.Child("panicDevices").Index(i).Child("model"), LackPvpanic)
 		}
 		d.Devices.Panics = append(d.Devices.Panics, libvirtxml.DomainPanic{Model: model})
 	}

@@ -47,6 +47,10 @@ func (c *converter) memoryBacking(d *libvirtxml.Domain) {
 		if page := hugepageKiB(m.Hugepages.PageSize); page != 0 && c.opts.HugepageSize {
 			mb.MemoryHugePages.Hugepages = []libvirtxml.DomainMemoryHugepage{{Size: page, Unit: "KiB"}}
 		}
+		if pages := c.facts.numa.hugepages(); pages != nil {
+			mb.MemoryHugePages.Hugepages = pages
+			mb.MemoryAllocation = &libvirtxml.DomainMemoryAllocation{Mode: "immediate"}
+		}
 	}
 	if c.facts.sharedMemory {
 		mb.MemoryAccess = &libvirtxml.DomainMemoryAccess{Mode: "shared"}

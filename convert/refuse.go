@@ -11,8 +11,8 @@ import (
 // KubeVirt's node agent (virt-handler: probes, the guest agent's access
 // credentials), its cluster (dynamic resource
 // allocation, utility volumes, hot-plugged volumes), or something the
-// converter does not set up (confidential computing, the host's
-// NUMA topology, Ignition's -fw_cfg file, ACPI tables read from secret
+// converter does not set up (confidential computing, realtime's settings,
+// Ignition's -fw_cfg file, ACPI tables read from secret
 // volumes, changed block tracking, device metadata in a config drive).
 // Each refusal is in one of the two tables below, with its reason.
 //
@@ -54,11 +54,7 @@ var refusals = []struct {
 	{func(vmi *v1.VirtualMachineInstance) bool { return vmi.Spec.Domain.LaunchSecurity != nil }, domainPath.Child("launchSecurity"), "confidential computing (SEV, TDX, Secure Execution) is not converted"},
 	{func(vmi *v1.VirtualMachineInstance) bool {
 		return vmi.Spec.Domain.CPU != nil && vmi.Spec.Domain.CPU.Realtime != nil
-	}, cpuPath.Child("realtime"), "realtime VMIs need a NUMA topology passed through from the host, which the converter is not given"},
-	{func(vmi *v1.VirtualMachineInstance) bool {
-		cpu := vmi.Spec.Domain.CPU
-		return cpu != nil && cpu.Realtime == nil && cpu.NUMA != nil && cpu.NUMA.GuestMappingPassthrough != nil
-	}, cpuPath.Child("numa", "guestMappingPassthrough"), "mapping the host's NUMA cells into the guest needs the host's NUMA topology, which the converter is not given"},
+	}, cpuPath.Child("realtime"), "realtime VMIs (the host's NUMA topology passed through with realtime's scheduling and settings) are not converted"},
 	{func(vmi *v1.VirtualMachineInstance) bool {
 		return vmi.Spec.Domain.Firmware != nil && vmi.Spec.Domain.Firmware.ACPI != nil
 	}, firmwarePath.Child("acpi"), "ACPI SLIC/MSDM tables from secret volumes are not converted"},

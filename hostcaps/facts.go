@@ -57,7 +57,7 @@ func Facts(docs Documents) (convert.HostFacts, error) {
 var lackOrder = []convert.Lack{
 	convert.LackHostModel, convert.LackHostPassthrough,
 	convert.LackSlotlessMaxMemory, convert.LackDiscardGranularity, convert.LackTLBFlushDirectExtended,
-	convert.LackDiskIOThreads, convert.LackTPMEmulator, convert.LackPasst,
+	convert.LackDiskIOThreads, convert.LackPvpanic, convert.LackTPMEmulator, convert.LackPasst,
 }
 
 // machineTypes lists the machine types of arch's guests of domainType, each

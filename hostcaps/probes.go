@@ -29,6 +29,7 @@ var Probes = []Probe{
 		`<tlbflush state="on"><direct state="on"/><extended state="on"/></tlbflush></hyperv>`},
 	{Lack: convert.LackDiskIOThreads, Top: `<iothreads>1</iothreads>`, Devices: `<disk type="file" device="disk">` +
 		`<driver name="qemu" type="raw"><iothreads><iothread id="1"/></iothreads></driver><source file="/dev/null"/><target dev="vda" bus="virtio"/></disk>`},
+	{Lack: convert.LackPvpanic, Devices: `<panic model="pvpanic"/>`},
 	{Lack: convert.LackPasst, Devices: `<interface type="user"><backend type="passt"/><model type="virtio"/></interface>`},
 }
 

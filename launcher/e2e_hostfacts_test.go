@@ -38,7 +38,7 @@ func TestE2EHostFacts(t *testing.T) {
 	// Debian 12's libvirt 9.0 lacks these forms of KubeVirt's domain (its
 	// schema has none of them); a newer one may have them.
 	if version < 9001000 {
-		for _, l := range []convert.Lack{convert.LackSlotlessMaxMemory, convert.LackDiscardGranularity, convert.LackTLBFlushDirectExtended, convert.LackDiskIOThreads} {
+		for _, l := range []convert.Lack{convert.LackSlotlessMaxMemory, convert.LackDiscardGranularity, convert.LackTLBFlushDirectExtended, convert.LackDiskIOThreads, convert.LackPvpanic} {
 			if facts.Has(l) {
 				t.Errorf("libvirt %d: the facts do not say it lacks %s", version, l)
 			}

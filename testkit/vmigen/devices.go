@@ -86,7 +86,7 @@ func (g *gen) devices() {
 			}
 			model = ptr(pick(g, models...))
 			if *model == v1.Pvpanic {
-				g.beyond(devicesPath.Child("panicDevices").Index(0).Child("model"))
+				g.beyondWhereLacked(devicesPath.Child("panicDevices").Index(0).Child("model"), convert.LackPvpanic)
 			}
 		}
 		devs.PanicDevices = []v1.PanicDevice{{Model: model}}

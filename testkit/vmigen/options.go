@@ -79,4 +79,5 @@ var debian12Lacks = []convert.Lack{
 	convert.LackDiscardGranularity,
 	convert.LackTLBFlushDirectExtended,
 	convert.LackDiskIOThreads,
+	convert.LackPvpanic,
 }

@@ -19,15 +19,15 @@ const (
 	// KubeVirt draws, beside the Supported vocabulary, what KubeVirt
 	// admits (with the feature gates HostDisk, DownwardMetrics and
 	// EnableVirtioFsStorageVolumes on, as kvdiff runs it) and converts but
-	// the project refuses today: NUMA guest mapping
-	// passthrough and realtime, discardGranularity,
-	// Hyper-V tlbflush direct and extended, the supplementalPool IO-thread
-	// policy, a LUN on a volume that is a file or on the SATA bus (where
-	// Default puts a LUN without a bus), kernel arguments with an initrd
-	// but no kernel, and in the host layout the DHCP options,
-	// downwardMetrics and sysprep volumes it has no place for. Each such
-	// field is named in Case.Refusable (discardGranularity, tlbflush's and
-	// supplementalPool in the host layout only, whose Debian 12 libvirt
+	// the project refuses today: NUMA guest mapping passthrough and
+	// realtime, discardGranularity, Hyper-V tlbflush direct and extended,
+	// the supplementalPool IO-thread policy, the pvpanic panic model, a LUN
+	// on a volume that is a file or on the SATA bus (where Default puts a
+	// LUN without a bus), kernel arguments with an initrd but no kernel,
+	// and in the host layout the DHCP options, downwardMetrics and sysprep
+	// volumes it has no place for. Each such field is named in
+	// Case.Refusable (discardGranularity, tlbflush's, supplementalPool and
+	// pvpanic in the host layout only, whose Debian 12 libvirt
 	// lacks them: the KubeVirt layout converts them, Case.NewerForms). (A
 	// serial on a CD-ROM or LUN and an endOfInterrupt on a disabled APIC,
 	// which KubeVirt's converter ignores, are drawn in both profiles.) Fields
