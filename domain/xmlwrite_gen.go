@@ -73,8 +73,8 @@ func (w *xmlWriter) childrenDomain(v *libvirtxml.Domain) {
 	if v.CPUTune != nil {
 		w.elemDomainCPUTune("cputune", v.CPUTune)
 	}
-	if !(v.NUMATune == nil) {
-		w.unhandled()
+	if v.NUMATune != nil {
+		w.elemDomainNUMATune("numatune", v.NUMATune)
 	}
 	if !(v.IOMMUFD == nil) {
 		w.unhandled()
@@ -627,8 +627,8 @@ func (w *xmlWriter) attrsDomainCell(v *libvirtxml.DomainCell) {
 
 // childrenDomainCell writes the child elements and text of a libvirtxml.DomainCell.
 func (w *xmlWriter) childrenDomainCell(v *libvirtxml.DomainCell) {
-	if !(v.Distances == nil) {
-		w.unhandled()
+	if v.Distances != nil {
+		w.elemDomainCellDistances("distances", v.Distances)
 	}
 	if !(len(v.Caches) == 0) {
 		w.unhandled()
@@ -641,6 +641,45 @@ func (w *xmlWriter) elemDomainCell(name string, v *libvirtxml.DomainCell) {
 	w.attrsDomainCell(v)
 	w.startEnd()
 	w.childrenDomainCell(v)
+	w.end(name)
+}
+
+// attrsDomainCellDistances writes the attributes of a libvirtxml.DomainCellDistances.
+func (w *xmlWriter) attrsDomainCellDistances(v *libvirtxml.DomainCellDistances) {
+}
+
+// childrenDomainCellDistances writes the child elements and text of a libvirtxml.DomainCellDistances.
+func (w *xmlWriter) childrenDomainCellDistances(v *libvirtxml.DomainCellDistances) {
+	for i := range v.Siblings {
+		w.elemDomainCellSibling("sibling", &v.Siblings[i])
+	}
+}
+
+// elemDomainCellDistances writes a libvirtxml.DomainCellDistances as the element name.
+func (w *xmlWriter) elemDomainCellDistances(name string, v *libvirtxml.DomainCellDistances) {
+	w.start(name)
+	w.attrsDomainCellDistances(v)
+	w.startEnd()
+	w.childrenDomainCellDistances(v)
+	w.end(name)
+}
+
+// attrsDomainCellSibling writes the attributes of a libvirtxml.DomainCellSibling.
+func (w *xmlWriter) attrsDomainCellSibling(v *libvirtxml.DomainCellSibling) {
+	w.attrUint("id", uint64(v.ID))
+	w.attrUint("value", uint64(v.Value))
+}
+
+// childrenDomainCellSibling writes the child elements and text of a libvirtxml.DomainCellSibling.
+func (w *xmlWriter) childrenDomainCellSibling(v *libvirtxml.DomainCellSibling) {
+}
+
+// elemDomainCellSibling writes a libvirtxml.DomainCellSibling as the element name.
+func (w *xmlWriter) elemDomainCellSibling(name string, v *libvirtxml.DomainCellSibling) {
+	w.start(name)
+	w.attrsDomainCellSibling(v)
+	w.startEnd()
+	w.childrenDomainCellSibling(v)
 	w.end(name)
 }
 
@@ -3054,6 +3093,29 @@ func (w *xmlWriter) elemDomainMemoryAccess(name string, v *libvirtxml.DomainMemo
 	w.end(name)
 }
 
+// attrsDomainMemoryAllocation writes the attributes of a libvirtxml.DomainMemoryAllocation.
+func (w *xmlWriter) attrsDomainMemoryAllocation(v *libvirtxml.DomainMemoryAllocation) {
+	if !(v.Mode == "") {
+		w.attrString("mode", string(v.Mode))
+	}
+	if !(v.Threads == 0) {
+		w.attrUint("threads", uint64(v.Threads))
+	}
+}
+
+// childrenDomainMemoryAllocation writes the child elements and text of a libvirtxml.DomainMemoryAllocation.
+func (w *xmlWriter) childrenDomainMemoryAllocation(v *libvirtxml.DomainMemoryAllocation) {
+}
+
+// elemDomainMemoryAllocation writes a libvirtxml.DomainMemoryAllocation as the element name.
+func (w *xmlWriter) elemDomainMemoryAllocation(name string, v *libvirtxml.DomainMemoryAllocation) {
+	w.start(name)
+	w.attrsDomainMemoryAllocation(v)
+	w.startEnd()
+	w.childrenDomainMemoryAllocation(v)
+	w.end(name)
+}
+
 // attrsDomainMemoryBacking writes the attributes of a libvirtxml.DomainMemoryBacking.
 func (w *xmlWriter) attrsDomainMemoryBacking(v *libvirtxml.DomainMemoryBacking) {
 }
@@ -3075,8 +3137,8 @@ func (w *xmlWriter) childrenDomainMemoryBacking(v *libvirtxml.DomainMemoryBackin
 	if v.MemoryAccess != nil {
 		w.elemDomainMemoryAccess("access", v.MemoryAccess)
 	}
-	if !(v.MemoryAllocation == nil) {
-		w.unhandled()
+	if v.MemoryAllocation != nil {
+		w.elemDomainMemoryAllocation("allocation", v.MemoryAllocation)
 	}
 	if !(v.MemoryDiscard == nil) {
 		w.unhandled()
@@ -3153,6 +3215,75 @@ func (w *xmlWriter) elemDomainMemorySource(name string, v *libvirtxml.DomainMemo
 	w.attrsDomainMemorySource(v)
 	w.startEnd()
 	w.childrenDomainMemorySource(v)
+	w.end(name)
+}
+
+// attrsDomainNUMATune writes the attributes of a libvirtxml.DomainNUMATune.
+func (w *xmlWriter) attrsDomainNUMATune(v *libvirtxml.DomainNUMATune) {
+}
+
+// childrenDomainNUMATune writes the child elements and text of a libvirtxml.DomainNUMATune.
+func (w *xmlWriter) childrenDomainNUMATune(v *libvirtxml.DomainNUMATune) {
+	if v.Memory != nil {
+		w.elemDomainNUMATuneMemory("memory", v.Memory)
+	}
+	for i := range v.MemNodes {
+		w.elemDomainNUMATuneMemNode("memnode", &v.MemNodes[i])
+	}
+}
+
+// elemDomainNUMATune writes a libvirtxml.DomainNUMATune as the element name.
+func (w *xmlWriter) elemDomainNUMATune(name string, v *libvirtxml.DomainNUMATune) {
+	w.start(name)
+	w.attrsDomainNUMATune(v)
+	w.startEnd()
+	w.childrenDomainNUMATune(v)
+	w.end(name)
+}
+
+// attrsDomainNUMATuneMemNode writes the attributes of a libvirtxml.DomainNUMATuneMemNode.
+func (w *xmlWriter) attrsDomainNUMATuneMemNode(v *libvirtxml.DomainNUMATuneMemNode) {
+	w.attrUint("cellid", uint64(v.CellID))
+	w.attrString("mode", string(v.Mode))
+	w.attrString("nodeset", string(v.Nodeset))
+}
+
+// childrenDomainNUMATuneMemNode writes the child elements and text of a libvirtxml.DomainNUMATuneMemNode.
+func (w *xmlWriter) childrenDomainNUMATuneMemNode(v *libvirtxml.DomainNUMATuneMemNode) {
+}
+
+// elemDomainNUMATuneMemNode writes a libvirtxml.DomainNUMATuneMemNode as the element name.
+func (w *xmlWriter) elemDomainNUMATuneMemNode(name string, v *libvirtxml.DomainNUMATuneMemNode) {
+	w.start(name)
+	w.attrsDomainNUMATuneMemNode(v)
+	w.startEnd()
+	w.childrenDomainNUMATuneMemNode(v)
+	w.end(name)
+}
+
+// attrsDomainNUMATuneMemory writes the attributes of a libvirtxml.DomainNUMATuneMemory.
+func (w *xmlWriter) attrsDomainNUMATuneMemory(v *libvirtxml.DomainNUMATuneMemory) {
+	if !(v.Mode == "") {
+		w.attrString("mode", string(v.Mode))
+	}
+	if !(v.Nodeset == "") {
+		w.attrString("nodeset", string(v.Nodeset))
+	}
+	if !(v.Placement == "") {
+		w.attrString("placement", string(v.Placement))
+	}
+}
+
+// childrenDomainNUMATuneMemory writes the child elements and text of a libvirtxml.DomainNUMATuneMemory.
+func (w *xmlWriter) childrenDomainNUMATuneMemory(v *libvirtxml.DomainNUMATuneMemory) {
+}
+
+// elemDomainNUMATuneMemory writes a libvirtxml.DomainNUMATuneMemory as the element name.
+func (w *xmlWriter) elemDomainNUMATuneMemory(name string, v *libvirtxml.DomainNUMATuneMemory) {
+	w.start(name)
+	w.attrsDomainNUMATuneMemory(v)
+	w.startEnd()
+	w.childrenDomainNUMATuneMemory(v)
 	w.end(name)
 }
 
