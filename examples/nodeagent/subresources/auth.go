@@ -2,6 +2,7 @@ package subresources
 
 import (
 	"context"
+	"crypto/x509"
 	"fmt"
 	"net/http"
 	"strings"
@@ -58,12 +59,20 @@ func newRequestHeaderAuth(ctx context.Context, cs kubernetes.Interface) (*reques
 	if err != nil {
 		return nil, err
 	}
-	// Read the authority now, before anything serves: a request that
-	// arrives before the controllers' first sync would find no authority
-	// and be refused with 401 (a mounted server's program may serve before
-	// Start runs).
-	if err := ca.RunOnce(ctx); err != nil {
-		return nil, err
+	// Until the controller's informer has synced (Start, Run), the
+	// authority is the one just read: a mounted server's program may serve
+	// before Start runs, and the controller's RunOnce reads only its
+	// informer's cache, empty then, so a request would find no authority
+	// and be refused with 401.
+	initial, err := dynamiccertificates.NewStaticCAContent("requestheader-client-ca-initial", []byte(cm.Data[authConfigMapCAKey]))
+	if err != nil {
+		return nil, fmt.Errorf("subresources: %s of configmap %s/%s: %w", authConfigMapCAKey, authConfigMapNamespace, authConfigMapName, err)
+	}
+	verify := func() (x509.VerifyOptions, bool) {
+		if len(ca.CurrentCABundleContent()) > 0 {
+			return ca.VerifyOptions()
+		}
+		return initial.VerifyOptions()
 	}
 	headers := headerrequest.NewRequestHeaderAuthRequestController(authConfigMapName, authConfigMapNamespace, cs,
 		"requestheader-username-headers", "requestheader-uid-headers", "requestheader-group-headers",
@@ -75,7 +84,7 @@ func newRequestHeaderAuth(ctx context.Context, cs kubernetes.Interface) (*reques
 		return headerrequest.StringSliceProviderFunc(f)
 	}
 	return &requestHeaderAuth{
-		Request: headerrequest.NewDynamicVerifyOptionsSecure(ca.VerifyOptions, provider(headers.AllowedClientNames),
+		Request: headerrequest.NewDynamicVerifyOptionsSecure(verify, provider(headers.AllowedClientNames),
 			provider(headers.UsernameHeaders), provider(headers.UIDHeaders), provider(headers.GroupHeaders), provider(headers.ExtraHeaderPrefixes)),
 		ca:      ca,
 		headers: headers,

@@ -75,15 +75,6 @@ func TestMounted(t *testing.T) {
 	https := &http.Server{Handler: mux, TLSConfig: cfg}
 	go func() { _ = https.Serve(tls.NewListener(ln, cfg)) }()
 	defer https.Close()
-	started := make(chan error, 1)
-	go func() { started <- srv.Start(ctx) }()
-	defer func() {
-		cancel()
-		if err := <-started; err != nil {
-			t.Errorf("Start: %v", err)
-		}
-	}()
-
 	err = c.RegisterAPIService(ctx, testcluster.APIService{
 		Group: subresources.Group, Versions: subresources.Versions, Namespace: "vmi2libvirt", Service: "subresources",
 		Port: ln.Addr().(*net.TCPAddr).Port, CABundle: ca.PEM,
@@ -95,11 +86,21 @@ func TestMounted(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	// As the administrator: the review allows it, the handler answers.
+	// As the administrator: the review allows it, the handler answers —
+	// before Start has run, with the authority New read (the program may
+	// serve before its manager starts Start).
 	err = cs.CoreV1().RESTClient().Put().AbsPath("/apis/subresources.kubevirt.io/v1/namespaces/default/virtualmachineinstances/nosuch/pause").Do(ctx).Error()
 	if !apierrors.IsNotFound(err) || !strings.Contains(err.Error(), `virtualmachineinstance.kubevirt.io "nosuch" not found`) {
 		t.Errorf("pause of a VMI that does not exist: %v, want virt-api's 404", err)
 	}
+	started := make(chan error, 1)
+	go func() { started <- srv.Start(ctx) }()
+	defer func() {
+		cancel()
+		if err := <-started; err != nil {
+			t.Errorf("Start: %v", err)
+		}
+	}()
 	out, stderr, err := c.Kubectl(ctx, "get", "--raw", "/apis/subresources.kubevirt.io/v1/namespaces/default/virtualmachineinstances/nosuch/guestosinfo")
 	if err == nil || !strings.Contains(stderr, `virtualmachineinstance.kubevirt.io \"nosuch\" not found`) {
 		t.Errorf("guestosinfo of a VMI that does not exist: %v\n%s%s", err, out, stderr)

@@ -171,10 +171,12 @@ func (s *Server) Register(mux *http.ServeMux) {
 func (s *Server) Handler() http.Handler { return s.authorize(s.routes()) }
 
 // Start follows the ConfigMap of the request-header authentication until
-// ctx ends (it then returns nil), for a mounted server; it fails when the
-// authority cannot be read within a minute.
+// ctx ends (it then returns nil, also when ctx ends before the first
+// read), for a mounted server; it fails when the authority cannot be read
+// within a minute. Requests served before Start has read it are
+// authenticated with the authority New read.
 func (s *Server) Start(ctx context.Context) error {
-	if err := s.follow(ctx); err != nil {
+	if err := s.follow(ctx); err != nil && ctx.Err() == nil {
 		return err
 	}
 	<-ctx.Done()
@@ -211,6 +213,9 @@ func (s *Server) Run(ctx context.Context) error {
 	}
 	defer s.listener.Close()
 	if err := s.follow(ctx); err != nil {
+		if ctx.Err() != nil {
+			return nil // ended before the authority was read
+		}
 		return err
 	}
 	go s.cert.Run(ctx, 1)
