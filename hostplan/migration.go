@@ -33,20 +33,23 @@ const (
 // same). A launcher restarted in the middle decides from it and from the
 // domain's state (JudgeMigration), so the guest runs exactly once.
 type Migration struct {
-	UID       types.UID     `xml:"uid,attr,omitempty"`
-	Role      MigrationRole `xml:"role,attr"`
-	Source    string        `xml:"source,attr"` // the source's owner
-	Target    string        `xml:"target,attr"` // the target's owner
-	TargetURI string        `xml:"targetURI,attr,omitempty"`
+	UID       types.UID        `xml:"uid,attr,omitempty"`
+	Role      MigrationRole    `xml:"role,attr"`
+	Source    string           `xml:"source,attr"` // the source's owner
+	Target    string           `xml:"target,attr"` // the target's owner
+	TargetURI string           `xml:"targetURI,attr,omitempty"`
 	Mode      v1.MigrationMode `xml:"mode,attr,omitempty"`
-	Start     time.Time  `xml:"start,attr"`
-	End       *time.Time `xml:"end,attr,omitempty"`
-	Completed bool       `xml:"completed,attr,omitempty"`
-	Failed    bool       `xml:"failed,attr,omitempty"`
+	Start     time.Time        `xml:"start,attr"`
+	End       *time.Time       `xml:"end,attr,omitempty"`
+	Completed bool             `xml:"completed,attr,omitempty"`
+	Failed    bool             `xml:"failed,attr,omitempty"`
 	// Abort is the state of an abort asked for (Aborting, then Succeeded
 	// or Failed); empty when none was.
 	Abort  v1.MigrationAbortStatus `xml:"abort,attr,omitempty"`
 	Reason string                  `xml:"reason,attr,omitempty"`
+	// Shared says that both sides run from one state folder (shared
+	// storage): neither removes it when the guest leaves.
+	Shared bool `xml:"shared,attr,omitempty"`
 }
 
 // Finished tells whether the migration has ended, either way.
@@ -151,6 +154,14 @@ func JudgeMigration(m *Migration, exists bool, state domain.State, reason domain
 	// Shut off for another reason (or gone): it did not leave by a
 	// migration; whatever ended it, the guest is not on the target.
 	return MigrationStayed
+}
+
+// MigratedAway tells whether s is of a source domain that a migration
+// shut off: the VMI runs on the target; it has not ended.
+func MigratedAway(s Snapshot) bool {
+	m := s.Marks
+	return m != nil && m.Migration != nil && m.Migration.Role == MigrationSource && !m.Migration.Failed &&
+		s.Obs.State == domain.StateShutoff && s.Obs.Reason == domain.ShutoffMigrated
 }
 
 // MigrationPaths maps each host path of src's domain to the path of dst's

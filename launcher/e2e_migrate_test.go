@@ -1,0 +1,299 @@
+package launcher_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	v1 "kubevirt.io/api/core/v1"
+
+	"github.com/vmi2libvirt/vmi2libvirt/convert"
+	"github.com/vmi2libvirt/vmi2libvirt/launcher"
+	"github.com/vmi2libvirt/vmi2libvirt/testkit/hosttest"
+	"github.com/vmi2libvirt/vmi2libvirt/testkit/streamtest"
+	"github.com/vmi2libvirt/vmi2libvirt/testkit/testguest"
+)
+
+// migrationNamespace holds the VMIs of the migration tests.
+const migrationNamespace = "vmi2libvirt-migrate"
+
+// migrationNode is one libvirt host of the migration tests (.ci/node.sh)
+// with a launcher of its own on it.
+type migrationNode struct {
+	uri, stateDir string
+	l             *launcher.Launcher
+}
+
+// newMigrationNode starts the node called name and a launcher on it; with
+// stateDir empty it gets a state folder of its own.
+func newMigrationNode(t *testing.T, name, stateDir string) *migrationNode {
+	t.Helper()
+	guestOnce.Do(func() { _, guestErr = testguest.Install(convert.DefaultImageStore, testguest.Options{}) })
+	if guestErr != nil {
+		hosttest.Missing(t, "test guest cannot be built: %v", guestErr)
+	}
+	n := &migrationNode{uri: hosttest.Node(t, name), stateDir: stateDir}
+	if n.stateDir == "" {
+		n.stateDir = hosttest.Dir(t, testRoot, "migrate-")
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	l, err := launcher.New(ctx, launcher.Config{URI: n.uri, Emulate: true, Owner: name,
+		Layout: convert.HostLayout{StateDir: n.stateDir, ImageStore: convert.DefaultImageStore}})
+	if err != nil {
+		t.Fatalf("launcher.New on %s: %v", n.uri, err)
+	}
+	t.Cleanup(func() { _ = l.Close() })
+	n.l = l
+	return n
+}
+
+// migrationVMI is a 256 MiB test guest with a 16 MiB empty disk, waiting
+// with a shell on its console.
+func migrationVMI(t *testing.T, base string) *v1.VirtualMachineInstance {
+	vmi := decodeVMI(t, fmt.Sprintf(vmiYAML, uniqueName(base), 0, "", testguest.ActionIgnore,
+		"    memory:\n      guest: 256Mi\n", "      disks:\n      - name: scratch\n        disk: {bus: virtio}",
+		"  volumes:\n  - name: scratch\n    emptyDisk: {capacity: 16Mi}\n"))
+	vmi.Namespace = migrationNamespace
+	return vmi
+}
+
+// guestShell is the test guest's console shell, through one launcher.
+type guestShell struct {
+	t   *testing.T
+	rw  io.ReadWriteCloser
+	out *streamtest.Transcript
+	at  int
+}
+
+func openShell(t *testing.T, l *launcher.Launcher, vmi *v1.VirtualMachineInstance) *guestShell {
+	t.Helper()
+	rw, err := l.Console(context.Background(), vmi, launcher.ConsoleOptions{Force: true})
+	if err != nil {
+		t.Fatalf("Console: %v", err)
+	}
+	t.Cleanup(func() { rw.Close() })
+	return &guestShell{t: t, rw: rw, out: streamtest.ReadAll(rw)}
+}
+
+var askCount struct {
+	sync.Mutex
+	n int
+}
+
+// ask types cmd (a shell command printing one line) and returns the line
+// it printed.
+func (s *guestShell) ask(cmd string) string {
+	s.t.Helper()
+	askCount.Lock()
+	askCount.n++
+	n := askCount.n
+	askCount.Unlock()
+	// The marker is computed by the guest's shell: the typed line (echoed)
+	// does not hold it.
+	marker := fmt.Sprintf("A%dZ:", n*7)
+	streamtest.TypeLine(s.t, s.rw, fmt.Sprintf("echo A$((%d*7))Z: $(%s)", n, cmd))
+	s.at = s.out.WaitFor(s.t, marker, s.at, 2*time.Minute)
+	end := s.out.WaitFor(s.t, "\n", s.at, 30*time.Second)
+	line := strings.TrimSpace(s.out.String()[s.at:end])
+	s.at = end
+	return line
+}
+
+// guestFacts are what the guest says of itself.
+type guestFacts struct {
+	bootID string
+	uptime float64
+	mac    string
+}
+
+func (s *guestShell) facts() guestFacts {
+	s.t.Helper()
+	f := strings.Fields(s.ask("cat /proc/sys/kernel/random/boot_id /proc/uptime /sys/class/net/eth0/address"))
+	if len(f) != 4 {
+		s.t.Fatalf("guest facts %q: want boot ID, uptime, idle time, MAC", f)
+	}
+	up, err := strconv.ParseFloat(f[1], 64)
+	if err != nil {
+		s.t.Fatal(err)
+	}
+	return guestFacts{bootID: f[0], uptime: up, mac: f[3]}
+}
+
+// domains lists the domain names a libvirt host has.
+func domains(t *testing.T, uri string) string {
+	t.Helper()
+	out, err := exec.Command("virsh", "-c", uri, "list", "--all", "--name").CombinedOutput()
+	if err != nil {
+		t.Fatalf("virsh list on %s: %v\n%s", uri, err, out)
+	}
+	return string(out)
+}
+
+// TestE2EMigrate moves a running test guest between two libvirt hosts on
+// this machine (.ci/node.sh), with its empty disk copied (each node has its
+// own state folder) and with one state folder shared by both: after the
+// migration the target's console answers with the same boot ID, an
+// uptime that went on, the same MAC, and the bytes written to the disk
+// before; the source's domain and state folder are gone; the target's
+// status reports Running and the completed migration. Migration time and
+// downtime are logged (the README's figures).
+func TestE2EMigrate(t *testing.T) {
+	for _, shared := range []bool{false, true} {
+		name := map[bool]string{false: "copy", true: "shared"}[shared]
+		t.Run(name, func(t *testing.T) {
+			a := newMigrationNode(t, fmt.Sprintf("m%d%sa", os.Getpid(), name[:1]), "")
+			dir := ""
+			if shared {
+				dir = a.stateDir
+			}
+			b := newMigrationNode(t, fmt.Sprintf("m%d%sb", os.Getpid(), name[:1]), dir)
+			testMigrate(t, a, b)
+		})
+	}
+}
+
+func testMigrate(t *testing.T, a, b *migrationNode) {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	vmi := migrationVMI(t, "mig")
+	if err := a.l.Sync(ctx, vmi); err != nil {
+		t.Fatalf("Sync on the source: %v", err)
+	}
+	t.Cleanup(func() {
+		_ = a.l.Delete(context.Background(), vmi)
+		_ = b.l.Delete(context.Background(), vmi)
+	})
+	sh := openShell(t, a.l, vmi)
+	sh.out.WaitFor(t, testguest.ShellMarker, 0, bootTimeout)
+	before := sh.facts()
+	written := "written-before-" + strconv.Itoa(os.Getpid())
+	sh.ask("echo " + written + " | dd of=/dev/vda conv=fsync 2>/dev/null; echo ok")
+	_ = sh.rw.Close()
+
+	var last launcher.MigrationProgress
+	reports := 0
+	began := time.Now()
+	state, err := a.l.Migrate(ctx, vmi, b.l, launcher.MigrateOptions{Progress: func(p launcher.MigrationProgress) {
+		last = p
+		reports++
+	}})
+	took := time.Since(began)
+	if err != nil {
+		t.Fatalf("Migrate: %v", err)
+	}
+	t.Logf("migration: Migrate took %s, job %s, downtime %s, %d bytes moved (%d of disk), %d iterations, %d progress reports",
+		took, last.Elapsed, last.Downtime, last.DataProcessed, last.DiskProcessed, last.MemIteration, reports)
+	if !state.Completed || state.Failed || state.SourceNode != a.l.Owner() || state.TargetNode != b.l.Owner() || state.EndTimestamp == nil {
+		t.Errorf("migration state %+v", state)
+	}
+	if got := domains(t, a.uri); strings.Contains(got, domainName(vmi)) {
+		t.Errorf("the source still has the domain: %q", got)
+	}
+	if a.stateDir != b.stateDir {
+		if _, err := os.Stat(convert.HostLayout{StateDir: a.stateDir}.StateFolder(vmiWithNamespace(vmi))); !os.IsNotExist(err) {
+			t.Errorf("the source's state folder: %v, want it removed", err)
+		}
+	}
+	st, err := b.l.Status(ctx, vmi)
+	if err != nil || st.Phase != v1.Running || st.MigrationState == nil || !st.MigrationState.Completed {
+		t.Errorf("target status: phase %s, migrationState %+v (%v)", st.Phase, st.MigrationState, err)
+	}
+
+	sh = openShell(t, b.l, vmi)
+	after := sh.facts()
+	if after.bootID != before.bootID || after.mac != before.mac || after.uptime <= before.uptime {
+		t.Errorf("the guest noticed: before %+v, after %+v", before, after)
+	}
+	if got := sh.ask(fmt.Sprintf("dd if=/dev/vda bs=%d count=1 2>/dev/null", len(written))); got != written {
+		t.Errorf("the disk reads %q after the migration, want %q", got, written)
+	}
+}
+
+// vmiWithNamespace is vmi with its namespace set as the launcher sets it.
+func vmiWithNamespace(vmi *v1.VirtualMachineInstance) *v1.VirtualMachineInstance {
+	v := vmi.DeepCopy()
+	if v.Namespace == "" {
+		v.Namespace = "default"
+	}
+	return v
+}
+
+// TestE2EMigrateAborted: a migration aborted midway (its context ended
+// after the first progress report, with the bandwidth held low so that it
+// is midway) and one to a target that cannot prepare (a second target
+// owning a domain of the name) leave the guest running on the source,
+// untouched (same boot ID), the status saying the migration failed, and
+// nothing on the target.
+func TestE2EMigrateAborted(t *testing.T) {
+	a := newMigrationNode(t, fmt.Sprintf("m%dxa", os.Getpid()), "")
+	b := newMigrationNode(t, fmt.Sprintf("m%dxb", os.Getpid()), "")
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	vmi := migrationVMI(t, "abort")
+	if err := a.l.Sync(ctx, vmi); err != nil {
+		t.Fatalf("Sync on the source: %v", err)
+	}
+	t.Cleanup(func() { _ = a.l.Delete(context.Background(), vmi) })
+	sh := openShell(t, a.l, vmi)
+	sh.out.WaitFor(t, testguest.ShellMarker, 0, bootTimeout)
+	before := sh.facts()
+
+	mctx, stop := context.WithCancel(ctx)
+	var reported *launcher.MigrationProgress
+	_, err := a.l.Migrate(mctx, vmi, b.l, launcher.MigrateOptions{PollInterval: 50 * time.Millisecond, Progress: func(p launcher.MigrationProgress) {
+		if reported == nil {
+			reported = &p
+			stop()
+		}
+	}})
+	stop()
+	var me *launcher.MigrationError
+	if !errors.As(err, &me) || !errors.Is(err, launcher.ErrMigration) || !me.State.Failed || me.State.AbortStatus != v1.MigrationAbortSucceeded {
+		t.Fatalf("aborted Migrate: %v (%+v), want a *MigrationError, failed, abort succeeded", err, me)
+	}
+	if reported == nil || reported.DataRemaining == 0 {
+		t.Errorf("aborted before any progress (%+v): not midway", reported)
+	}
+	t.Logf("aborted after %+v: %v", reported, err)
+	checkStayed(t, a, b, vmi, before)
+	if st, err := a.l.Status(ctx, vmi); err != nil || st.MigrationState == nil || !st.MigrationState.Failed || st.MigrationState.AbortStatus != v1.MigrationAbortSucceeded {
+		t.Errorf("source status after the abort: %+v (%v)", st.MigrationState, err)
+	}
+
+	// A target that already has a domain of the name cannot prepare.
+	if err := b.l.Sync(ctx, vmi); err != nil {
+		t.Fatalf("Sync of the same VMI on the target: %v", err)
+	}
+	if _, err := a.l.Migrate(ctx, vmi, b.l, launcher.MigrateOptions{}); !errors.Is(err, launcher.ErrConflict) {
+		t.Errorf("Migrate to a target that runs the VMI: %v, want ErrConflict", err)
+	}
+	if err := b.l.Delete(ctx, vmi); err != nil {
+		t.Fatal(err)
+	}
+	checkStayed(t, a, b, vmi, before)
+}
+
+// checkStayed checks that the guest runs on a, not b, and did not reboot.
+func checkStayed(t *testing.T, a, b *migrationNode, vmi *v1.VirtualMachineInstance, before guestFacts) {
+	t.Helper()
+	if got := domains(t, b.uri); strings.Contains(got, domainName(vmi)) {
+		t.Errorf("the target has the domain: %q", got)
+	}
+	if st, err := a.l.Status(context.Background(), vmi); err != nil || st.Phase != v1.Running {
+		t.Errorf("source phase %s (%v), want Running", st.Phase, err)
+	}
+	sh := openShell(t, a.l, vmi)
+	if now := sh.facts(); now.bootID != before.bootID || now.uptime <= before.uptime {
+		t.Errorf("the guest on the source rebooted: before %+v, now %+v", before, now)
+	}
+	_ = sh.rw.Close()
+}
