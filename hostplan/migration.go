@@ -47,9 +47,6 @@ type Migration struct {
 	// or Failed); empty when none was.
 	Abort  v1.MigrationAbortStatus `xml:"abort,attr,omitempty"`
 	Reason string                  `xml:"reason,attr,omitempty"`
-	// Shared says that both sides run from one state folder (shared
-	// storage): neither removes it when the guest leaves.
-	Shared bool `xml:"shared,attr,omitempty"`
 }
 
 // Finished tells whether the migration has ended, either way.

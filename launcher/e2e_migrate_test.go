@@ -32,22 +32,24 @@ type migrationNode struct {
 	l             *launcher.Launcher
 }
 
-// newMigrationNode starts the node called name and a launcher on it; with
-// stateDir empty it gets a state folder of its own.
-func newMigrationNode(t *testing.T, name, stateDir string) *migrationNode {
+// newMigrationNode starts the node called name and a launcher on it, with
+// a state folder of its own; hostDisks, when not empty, is a folder shared
+// by the nodes where hostDisk volumes may be.
+func newMigrationNode(t *testing.T, name, hostDisks string) *migrationNode {
 	t.Helper()
 	guestOnce.Do(func() { _, guestErr = testguest.Install(convert.DefaultImageStore, testguest.Options{}) })
 	if guestErr != nil {
 		hosttest.Missing(t, "test guest cannot be built: %v", guestErr)
 	}
-	n := &migrationNode{uri: hosttest.Node(t, name), stateDir: stateDir}
-	if n.stateDir == "" {
-		n.stateDir = hosttest.Dir(t, testRoot, "migrate-")
+	n := &migrationNode{uri: hosttest.Node(t, name), stateDir: hosttest.Dir(t, testRoot, "migrate-")}
+	layout := convert.HostLayout{StateDir: n.stateDir, ImageStore: convert.DefaultImageStore}
+	if hostDisks != "" {
+		layout.HostDiskAllow = []string{hostDisks}
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	l, err := launcher.New(ctx, launcher.Config{URI: n.uri, Emulate: true, Owner: name,
-		Layout: convert.HostLayout{StateDir: n.stateDir, ImageStore: convert.DefaultImageStore}})
+		Layout: layout})
 	if err != nil {
 		t.Fatalf("launcher.New on %s: %v", n.uri, err)
 	}
@@ -56,12 +58,17 @@ func newMigrationNode(t *testing.T, name, stateDir string) *migrationNode {
 	return n
 }
 
-// migrationVMI is a 256 MiB test guest with a 16 MiB empty disk, waiting
-// with a shell on its console.
-func migrationVMI(t *testing.T, base string) *v1.VirtualMachineInstance {
+// migrationVMI is a 256 MiB test guest with a 16 MiB disk, waiting with a
+// shell on its console: an empty disk (in the state folder), or with
+// hostDisk set a hostDisk volume of that path.
+func migrationVMI(t *testing.T, base, hostDisk string) *v1.VirtualMachineInstance {
+	volume := "emptyDisk: {capacity: 16Mi}"
+	if hostDisk != "" {
+		volume = "hostDisk: {path: " + hostDisk + ", type: DiskOrCreate, capacity: 16Mi}"
+	}
 	vmi := decodeVMI(t, fmt.Sprintf(vmiYAML, uniqueName(base), 0, "", testguest.ActionIgnore,
 		"    memory:\n      guest: 256Mi\n", "      disks:\n      - name: scratch\n        disk: {bus: virtio}",
-		"  volumes:\n  - name: scratch\n    emptyDisk: {capacity: 16Mi}\n"))
+		"  volumes:\n  - name: scratch\n    "+volume+"\n"))
 	vmi.Namespace = migrationNamespace
 	return vmi
 }
@@ -139,8 +146,8 @@ func domains(t *testing.T, uri string) string {
 }
 
 // TestE2EMigrate moves a running test guest between two libvirt hosts on
-// this machine (.ci/node.sh), with its empty disk copied (each node has its
-// own state folder) and with one state folder shared by both: after the
+// this machine (.ci/node.sh), with its empty disk copied from state folder
+// to state folder and with a hostDisk in a folder both share: after the
 // migration the target's console answers with the same boot ID, an
 // uptime that went on, the same MAC, and the bytes written to the disk
 // before; the source's domain and state folder are gone; the target's
@@ -150,21 +157,21 @@ func TestE2EMigrate(t *testing.T) {
 	for _, shared := range []bool{false, true} {
 		name := map[bool]string{false: "copy", true: "shared"}[shared]
 		t.Run(name, func(t *testing.T) {
-			a := newMigrationNode(t, fmt.Sprintf("m%d%sa", os.Getpid(), name[:1]), "")
-			dir := ""
+			dir, disk := "", ""
 			if shared {
-				dir = a.stateDir
+				dir = hosttest.Dir(t, testRoot, "shared-")
+				disk = dir + "/scratch.img"
 			}
+			a := newMigrationNode(t, fmt.Sprintf("m%d%sa", os.Getpid(), name[:1]), dir)
 			b := newMigrationNode(t, fmt.Sprintf("m%d%sb", os.Getpid(), name[:1]), dir)
-			testMigrate(t, a, b)
+			testMigrate(t, a, b, migrationVMI(t, "mig"+name[:1], disk))
 		})
 	}
 }
 
-func testMigrate(t *testing.T, a, b *migrationNode) {
+func testMigrate(t *testing.T, a, b *migrationNode, vmi *v1.VirtualMachineInstance) {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
-	vmi := migrationVMI(t, "mig")
 	if err := a.l.Sync(ctx, vmi); err != nil {
 		t.Fatalf("Sync on the source: %v", err)
 	}
@@ -198,10 +205,8 @@ func testMigrate(t *testing.T, a, b *migrationNode) {
 	if got := domains(t, a.uri); strings.Contains(got, domainName(vmi)) {
 		t.Errorf("the source still has the domain: %q", got)
 	}
-	if a.stateDir != b.stateDir {
-		if _, err := os.Stat(convert.HostLayout{StateDir: a.stateDir}.StateFolder(vmiWithNamespace(vmi))); !os.IsNotExist(err) {
-			t.Errorf("the source's state folder: %v, want it removed", err)
-		}
+	if _, err := os.Stat(convert.HostLayout{StateDir: a.stateDir}.StateFolder(vmiWithNamespace(vmi))); !os.IsNotExist(err) {
+		t.Errorf("the source's state folder: %v, want it removed", err)
 	}
 	st, err := b.l.Status(ctx, vmi)
 	if err != nil || st.Phase != v1.Running || st.MigrationState == nil || !st.MigrationState.Completed {
@@ -228,8 +233,7 @@ func vmiWithNamespace(vmi *v1.VirtualMachineInstance) *v1.VirtualMachineInstance
 }
 
 // TestE2EMigrateAborted: a migration aborted midway (its context ended
-// after the first progress report, with the bandwidth held low so that it
-// is midway) and one to a target that cannot prepare (a second target
+// at the first progress report with data moved) and one to a target that cannot prepare (a second target
 // owning a domain of the name) leave the guest running on the source,
 // untouched (same boot ID), the status saying the migration failed, and
 // nothing on the target.
@@ -238,7 +242,7 @@ func TestE2EMigrateAborted(t *testing.T) {
 	b := newMigrationNode(t, fmt.Sprintf("m%dxb", os.Getpid()), "")
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
-	vmi := migrationVMI(t, "abort")
+	vmi := migrationVMI(t, "abort", "")
 	if err := a.l.Sync(ctx, vmi); err != nil {
 		t.Fatalf("Sync on the source: %v", err)
 	}
@@ -250,7 +254,7 @@ func TestE2EMigrateAborted(t *testing.T) {
 	mctx, stop := context.WithCancel(ctx)
 	var reported *launcher.MigrationProgress
 	_, err := a.l.Migrate(mctx, vmi, b.l, launcher.MigrateOptions{PollInterval: 50 * time.Millisecond, Progress: func(p launcher.MigrationProgress) {
-		if reported == nil {
+		if reported == nil && p.DataProcessed > 0 {
 			reported = &p
 			stop()
 		}

@@ -111,17 +111,17 @@ func progressOf(j *libvirt.DomainJobInfo) MigrationProgress {
 
 // Migrate moves the running VMI vmi, whose domain this launcher owns, live
 // to the libvirt host of target, another launcher (another URI and owner;
-// its own state folder and image store, or the same ones as shared
-// storage). The target prepares first, as it would for Sync: its plan of
+// its own state folder; its own image store or the same one). The target
+// prepares first, as it would for Sync: its plan of
 // the VMI on its host with the image digests the source pinned, its
 // artifacts (state folder, cloud-init and config ISOs byte-identical,
 // empty overlays over the same backing images); a target that cannot
 // prepare leaves the source untouched. Then the source's libvirtd migrates
 // the domain peer to peer (LIVE|PEER2PEER|PERSIST_DEST) with the source's
 // live XML, the target's paths and marks in it; the writable disks of the
-// state folder are copied incrementally when the state folders differ
-// (NON_SHARED_INC), and shared (UNSAFE, for a local file system) when they
-// are the same.
+// state folder are copied incrementally (NON_SHARED_INC) and the others,
+// such as hostDisks, are shared by both hosts (UNSAFE: libvirt cannot tell
+// that a local file system is shared).
 //
 // Progress is read every PollInterval and given to opts.Progress; the
 // migration is aborted when its remaining data stops shrinking for
@@ -141,6 +141,9 @@ func (l *Launcher) Migrate(ctx context.Context, vmi *v1.VirtualMachineInstance, 
 		return nil, errors.New("launcher: Migrate needs a VMI and a target")
 	case target == l || target.cfg.Owner == l.cfg.Owner:
 		return nil, fmt.Errorf("launcher: a migration's target must be another owner than %q", l.cfg.Owner)
+	case filepath.Clean(target.cfg.Layout.StateDir) == filepath.Clean(l.cfg.Layout.StateDir):
+		// QEMU's sockets live there: the target's would replace the source's.
+		return nil, fmt.Errorf("launcher: a migration's target needs a StateDir of its own, not %s", l.cfg.Layout.StateDir)
 	case l.closed.Load() || target.closed.Load():
 		return nil, ErrClosed
 	}
@@ -249,7 +252,6 @@ func (m *migration) migrate(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	m.mark.Shared = filepath.Clean(m.src.StateFolder) == filepath.Clean(m.dst.StateFolder)
 	tm := m.dst.Marks.WithRun(&m.srcMarks)
 	tmark := *m.mark
 	tmark.Role = hostplan.MigrationTarget
@@ -326,8 +328,9 @@ func migrateParams(live, persist string, paths map[string]string, tm hostplan.Ma
 		p.MigrateDisksSet, p.MigrateDisks = true, copied
 	}
 	if shared {
-		// A local file system shared by both sides (one state folder):
-		// libvirt cannot tell it is shared.
+		// A disk outside the state folder (a hostDisk): both hosts see it
+		// at the same path; libvirt cannot tell that a local file
+		// system is shared.
 		flags |= libvirt.MIGRATE_UNSAFE
 	}
 	var size uint64
@@ -442,7 +445,7 @@ func (m *migration) completed(ctx context.Context) (*v1.VirtualMachineInstanceMi
 		state = tcur.marks.Migration.State()
 	}
 	t.refresh(ctx, m.tst, time.Time{})
-	if err := m.l.leave(ctx, m.st, m.src.StateFolder, m.dst.StateFolder); err != nil {
+	if err := m.l.leave(ctx, m.st, m.src.StateFolder); err != nil {
 		l.log.Warn("the source of a completed migration was not cleaned up", "vmi", m.st.key(), "err", err)
 	}
 	l.log.Info("migration completed", "vmi", m.st.key(), "to", t.cfg.Owner, "downtime", downtime)
@@ -450,14 +453,11 @@ func (m *migration) completed(ctx context.Context) (*v1.VirtualMachineInstanceMi
 }
 
 // leave removes the domain of a VMI that migrated away, and its state
-// folder unless the target runs from the same one, and forgets the VMI.
-func (l *Launcher) leave(ctx context.Context, st *vmiState, folder, targetFolder string) error {
+// folder, and forgets the VMI.
+func (l *Launcher) leave(ctx context.Context, st *vmiState, folder string) error {
 	l.forget(st)
 	if err := l.undefine(ctx, st.name); err != nil {
 		return err
-	}
-	if filepath.Clean(folder) == filepath.Clean(targetFolder) {
-		return nil
 	}
 	return hostfiles.RemoveStateFolder(l.cfg.Layout.StateDir, folder)
 }
@@ -484,10 +484,8 @@ func (m *migration) failed(cause error) (*v1.VirtualMachineInstanceMigrationStat
 		_ = t.undefine(ctx, name)
 	}
 	t.forget(m.tst)
-	if filepath.Clean(m.dst.StateFolder) != filepath.Clean(m.src.StateFolder) {
-		if err := hostfiles.RemoveStateFolder(t.cfg.Layout.StateDir, m.dst.StateFolder); err != nil {
-			l.log.Warn("the target's artifacts of a failed migration were not removed", "vmi", m.st.key(), "err", err)
-		}
+	if err := hostfiles.RemoveStateFolder(t.cfg.Layout.StateDir, m.dst.StateFolder); err != nil {
+		l.log.Warn("the target's artifacts of a failed migration were not removed", "vmi", m.st.key(), "err", err)
 	}
 	l.refresh(ctx, m.st, time.Time{})
 	state := m.mark.State()
@@ -549,11 +547,8 @@ func (l *Launcher) settleMigration(ctx context.Context, m *hostplan.Marks) bool 
 	}
 	if left {
 		st := l.stateFor(m.VMI.Namespace, m.VMI.Name, m.VMI.UID)
-		folder, other := filepath.Join(l.cfg.Layout.StateDir, name), ""
-		if m.Migration.Shared {
-			other = folder // the other side runs from it
-		}
-		if err := l.leave(ctx, st, folder, other); err != nil {
+		folder := filepath.Join(l.cfg.Layout.StateDir, name)
+		if err := l.leave(ctx, st, folder); err != nil {
 			l.log.Warn("removing a migrated domain failed", "vmi", m.Key(), "err", err)
 		}
 	}
