@@ -29,6 +29,7 @@ const migrationNamespace = "vmi2libvirt-migrate"
 // with a launcher of its own on it.
 type migrationNode struct {
 	uri, stateDir string
+	cfg           launcher.Config
 	l             *launcher.Launcher
 }
 
@@ -46,16 +47,22 @@ func newMigrationNode(t *testing.T, name, hostDisks string) *migrationNode {
 	if hostDisks != "" {
 		layout.HostDiskAllow = []string{hostDisks}
 	}
+	n.cfg = launcher.Config{URI: n.uri, Emulate: true, Owner: name, Layout: layout}
+	n.open(t)
+	return n
+}
+
+// open connects a new launcher to the node, in place of the last one.
+func (n *migrationNode) open(t *testing.T) {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	l, err := launcher.New(ctx, launcher.Config{URI: n.uri, Emulate: true, Owner: name,
-		Layout: layout})
+	l, err := launcher.New(ctx, n.cfg)
 	if err != nil {
 		t.Fatalf("launcher.New on %s: %v", n.uri, err)
 	}
 	t.Cleanup(func() { _ = l.Close() })
 	n.l = l
-	return n
 }
 
 // migrationVMI is a 256 MiB test guest with a 16 MiB disk, waiting with a
@@ -300,4 +307,56 @@ func checkStayed(t *testing.T, a, b *migrationNode, vmi *v1.VirtualMachineInstan
 		t.Errorf("the guest on the source rebooted: before %+v, now %+v", before, now)
 	}
 	_ = sh.rw.Close()
+}
+
+// TestE2EMigrateLaunchersGone: both launchers go away while libvirt
+// migrates (the target's closed first, then the source's, which waits for
+// the job): new launchers on both sides settle the migration from the
+// marks — the source removes its migrated domain, the target records the
+// completion — and the guest runs once, on the target, unrebooted.
+func TestE2EMigrateLaunchersGone(t *testing.T) {
+	a := newMigrationNode(t, fmt.Sprintf("m%dga", os.Getpid()), "")
+	b := newMigrationNode(t, fmt.Sprintf("m%dgb", os.Getpid()), "")
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	vmi := migrationVMI(t, "gone", "")
+	if err := a.l.Sync(ctx, vmi); err != nil {
+		t.Fatalf("Sync on the source: %v", err)
+	}
+	sh := openShell(t, a.l, vmi)
+	sh.out.WaitFor(t, testguest.ShellMarker, 0, bootTimeout)
+	before := sh.facts()
+	_ = sh.rw.Close()
+
+	var once sync.Once
+	gone := make(chan struct{})
+	src, dst := a.l, b.l
+	_, err := src.Migrate(ctx, vmi, dst, launcher.MigrateOptions{Progress: func(p launcher.MigrationProgress) {
+		if p.DataProcessed > 0 {
+			once.Do(func() {
+				_ = dst.Close()
+				go func() { _ = src.Close(); close(gone) }()
+			})
+		}
+	}})
+	<-gone
+	t.Logf("Migrate with both launchers closed midway: %v", err)
+
+	a.open(t)
+	b.open(t)
+	t.Cleanup(func() { _ = b.l.Delete(context.Background(), vmi) })
+	if got := domains(t, a.uri); strings.Contains(got, domainName(vmi)) {
+		t.Errorf("the restarted source kept the migrated domain: %q", got)
+	}
+	st, err := b.l.Status(ctx, vmi)
+	if err != nil || st.Phase != v1.Running || st.MigrationState == nil || !st.MigrationState.Completed || st.MigrationState.EndTimestamp == nil {
+		t.Errorf("restarted target: phase %s, migrationState %+v (%v)", st.Phase, st.MigrationState, err)
+	}
+	if st, err := a.l.Status(ctx, vmi); err != nil || st.Phase != v1.Pending {
+		t.Errorf("restarted source's Status: %s (%v), want Pending (no domain)", st.Phase, err)
+	}
+	sh = openShell(t, b.l, vmi)
+	if now := sh.facts(); now.bootID != before.bootID || now.uptime <= before.uptime {
+		t.Errorf("after the restarts: before %+v, now %+v", before, now)
+	}
 }
