@@ -240,10 +240,10 @@ func vmiWithNamespace(vmi *v1.VirtualMachineInstance) *v1.VirtualMachineInstance
 }
 
 // TestE2EMigrateAborted: a migration aborted midway (its context ended
-// at the first progress report with data moved) and one to a target that cannot prepare (a second target
-// owning a domain of the name) leave the guest running on the source,
-// untouched (same boot ID), the status saying the migration failed, and
-// nothing on the target.
+// at the first progress report with data moved) and those to targets that
+// cannot prepare (one running a VMI of the name, one without the image)
+// leave the guest running on the source, untouched (same boot ID), the
+// status saying the migration failed, and nothing on the target.
 func TestE2EMigrateAborted(t *testing.T) {
 	a := newMigrationNode(t, fmt.Sprintf("m%dxa", os.Getpid()), "")
 	b := newMigrationNode(t, fmt.Sprintf("m%dxb", os.Getpid()), "")
@@ -289,6 +289,21 @@ func TestE2EMigrateAborted(t *testing.T) {
 	}
 	if err := b.l.Delete(ctx, vmi); err != nil {
 		t.Fatal(err)
+	}
+	checkStayed(t, a, b, vmi, before)
+
+	// A target whose image store lacks the guest's image (and no registry
+	// has it) cannot prepare either, and leaves no state folder behind.
+	bare := &migrationNode{uri: b.uri, cfg: b.cfg}
+	bare.cfg.Owner += "-bare"
+	bare.cfg.Layout.StateDir = hosttest.Dir(t, testRoot, "migrate-")
+	bare.cfg.Layout.ImageStore = hosttest.Dir(t, testRoot, "images-")
+	bare.open(t)
+	if _, err := a.l.Migrate(ctx, vmi, bare.l, launcher.MigrateOptions{}); !errors.Is(err, launcher.ErrHostNotReady) {
+		t.Errorf("Migrate to a target without the image: %v, want ErrHostNotReady", err)
+	}
+	if left, _ := os.ReadDir(bare.cfg.Layout.StateDir); len(left) != 0 {
+		t.Errorf("the target that could not prepare left %v", left)
 	}
 	checkStayed(t, a, b, vmi, before)
 }

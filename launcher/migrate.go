@@ -214,7 +214,8 @@ func (m *migration) run(ctx context.Context, vmi *v1.VirtualMachineInstance) (*v
 // prepareIncoming makes what the target needs before a migration of vmi
 // arrives: its plan on this host, with the images pinned to the source's
 // digests, and the plan's artifacts. A domain of the VMI's name here is a
-// conflict. The caller holds st's lock, and releases the plan's images.
+// conflict. What it made is removed when it fails. The caller holds st's
+// lock, and releases the plan's images.
 func (l *Launcher) prepareIncoming(ctx context.Context, st *vmiState, vmi *v1.VirtualMachineInstance, pinned []hostplan.ImageUse) (*Plan, error) {
 	cur, err := l.current(ctx, st.name)
 	if err != nil {
@@ -232,6 +233,9 @@ func (l *Launcher) prepareIncoming(ctx context.Context, st *vmiState, vmi *v1.Vi
 	}
 	if _, err := hostfiles.Apply(ctx, p); err != nil {
 		l.releaseImages(p.Marks.Images)
+		if rerr := hostfiles.RemoveStateFolder(l.cfg.Layout.StateDir, p.StateFolder); rerr != nil {
+			l.log.Warn("the artifacts of a target that could not prepare were not removed", "vmi", st.key(), "err", rerr)
+		}
 		return nil, hostErr(err, st.key())
 	}
 	return p, nil
