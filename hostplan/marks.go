@@ -33,6 +33,7 @@ const (
 //	  <started at="…" pending="true"/>                   set before the first start
 //	  <shutdown requested="…" deadline="…"/>             a graceful shutdown is under way
 //	  <ended phase="Succeeded" reason="GuestShutdown" at="…"/>
+//	  <migration role="source" source="node01" target="node02" start="…"/>   see Migration
 //	</vmi2libvirt:launcher>
 //
 // A plan's marks are the first four: who owns the domain, which VMI it
@@ -51,6 +52,8 @@ type Marks struct {
 	Started  *Started   `xml:"started"`
 	Shutdown *Shutdown  `xml:"shutdown"`
 	Ended    *Ended     `xml:"ended"`
+	// Migration is the last live migration of the domain (migration.go).
+	Migration *Migration `xml:"migration"`
 }
 
 // VMIRef is the VMI a domain runs, and its termination grace period in
@@ -101,12 +104,12 @@ func (m *Marks) Key() string { return m.VMI.Namespace + "/" + m.VMI.Name }
 // Ran tells whether the VMI has been started (or its start was begun).
 func (m *Marks) Ran() bool { return m.Started != nil }
 
-// WithRun returns m with the run marks (Started, Shutdown, Ended) of run,
+// WithRun returns m with the run marks (Started, Shutdown, Ended, Migration) of run,
 // which may be nil: what a domain defined again keeps of its run.
 func (m Marks) WithRun(run *Marks) Marks {
-	m.Started, m.Shutdown, m.Ended = nil, nil, nil
+	m.Started, m.Shutdown, m.Ended, m.Migration = nil, nil, nil, nil
 	if run != nil {
-		m.Started, m.Shutdown, m.Ended = run.Started, run.Shutdown, run.Ended
+		m.Started, m.Shutdown, m.Ended, m.Migration = run.Started, run.Shutdown, run.Ended, run.Migration
 	}
 	return m
 }

@@ -168,6 +168,9 @@ func Status(s Snapshot, prev v1.VirtualMachineInstanceStatus, from v1.VirtualMac
 		}
 		st.Conditions = append(st.Conditions, c)
 	}
+	if s.Marks != nil {
+		st.MigrationState = s.Marks.Migration.State()
+	}
 	x := s.Domain
 	if x == nil {
 		return st

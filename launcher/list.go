@@ -147,6 +147,9 @@ func (l *Launcher) adopt(ctx context.Context) error {
 		return err
 	}
 	for _, m := range owned {
+		if m.Migration != nil && !m.Migration.Finished() && l.settleMigration(ctx, m) {
+			continue // it migrated away, or never arrived (migrate.go)
+		}
 		st := l.stateFor(m.VMI.Namespace, m.VMI.Name, m.VMI.UID)
 		status, err := l.publish(ctx, st, time.Time{}, false)
 		if err != nil {

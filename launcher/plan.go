@@ -47,7 +47,14 @@ func (l *Launcher) Plan(ctx context.Context, vmi *v1.VirtualMachineInstance) (*P
 // plan is Plan, keeping the images it resolved from PruneImages until the
 // caller releases them (releaseImages of the plan's marks' images). It
 // counts in plans.
-func (l *Launcher) plan(ctx context.Context, vmi *v1.VirtualMachineInstance) (_ *Plan, err error) {
+func (l *Launcher) plan(ctx context.Context, vmi *v1.VirtualMachineInstance) (*Plan, error) {
+	return l.planPinned(ctx, vmi, nil)
+}
+
+// planPinned is plan with the images pinned to the digests of pinned when
+// it is not nil (a migration's target: the source's digests), else to
+// those the VMI's domain recorded.
+func (l *Launcher) planPinned(ctx context.Context, vmi *v1.VirtualMachineInstance, pinned []hostplan.ImageUse) (_ *Plan, err error) {
 	if vmi == nil {
 		return nil, errors.New("launcher: Plan of a nil VMI")
 	}
@@ -68,11 +75,14 @@ func (l *Launcher) plan(ctx context.Context, vmi *v1.VirtualMachineInstance) (_ 
 	var in hostplan.Inputs
 	if len(req.Images) > 0 {
 		// Keep the digests the VMI's domain recorded.
-		var pinned []hostplan.ImageUse
-		if cur, err := l.current(ctx, convert.DomainName(req.VMI)); err != nil {
-			return nil, err
-		} else if cur.exists && cur.marks != nil && cur.marks.Owner == l.cfg.Owner && cur.marks.VMI.UID == req.VMI.UID {
-			pinned = cur.marks.Images
+		if pinned == nil {
+			cur, err := l.current(ctx, convert.DomainName(req.VMI))
+			if err != nil {
+				return nil, err
+			}
+			if cur.exists && cur.marks != nil && cur.marks.Owner == l.cfg.Owner && cur.marks.VMI.UID == req.VMI.UID {
+				pinned = cur.marks.Images
+			}
 		}
 		if in.Images, err = l.resolveImages(ctx, req, pinned); err != nil {
 			return nil, withVMI(err, key)

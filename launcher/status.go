@@ -127,6 +127,9 @@ func (l *Launcher) publish(ctx context.Context, st *vmiState, libvirtEvent time.
 		// caller last passed (a later VMI of the same name, refused).
 		st.uid.Store(m.VMI.UID)
 	}
+	if hostplan.MigratedAway(s) {
+		return st.status, nil // it runs on the migration's target (migrate.go)
+	}
 	prev := st.status
 	if !st.published {
 		prev = v1.VirtualMachineInstanceStatus{}

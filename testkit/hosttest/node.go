@@ -1,0 +1,69 @@
+package hosttest
+
+import (
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// NodeScript is the script, relative to the repository's root, that starts
+// and stops a second libvirt host on this machine (see Node).
+const NodeScript = ".ci/node.sh"
+
+// Node starts the libvirt host called name on this machine with
+// .ci/node.sh — a libvirtd of its own in its own mount and UTS namespace,
+// with its own host UUID and port ranges —, stops it and removes what it
+// left when the test ends, and returns its URI
+// (qemu+unix:///system?socket=...). It needs root and libvirtd's packages
+// (see Missing); name must be unique among the tests running at once (a
+// node left over from a dead test of the same name is started afresh).
+func Node(t testing.TB, name string) string {
+	t.Helper()
+	Root(t)
+	Tools(t, "virsh", "unshare")
+	if _, err := exec.LookPath("libvirtd"); err != nil {
+		Missing(t, "needs libvirtd (package libvirt-daemon-system)")
+	}
+	script, err := findScript(NodeScript)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if out, err := exec.Command("bash", script, "down", name).CombinedOutput(); err != nil {
+			t.Errorf("%s down %s: %v\n%s", NodeScript, name, err, out)
+		}
+	})
+	out, err := exec.Command("bash", script, "up", name).Output()
+	if err != nil {
+		msg := err.Error()
+		if ee, ok := err.(*exec.ExitError); ok {
+			msg = string(ee.Stderr)
+		}
+		t.Fatalf("%s up %s: %s", NodeScript, name, strings.TrimSpace(msg))
+	}
+	lines := strings.Split(strings.TrimSpace(string(out)), "\n")
+	return lines[len(lines)-1]
+}
+
+// findScript finds rel in the working folder or the nearest folder above
+// it that has it: the repository's root, from any package's tests.
+func findScript(rel string) (string, error) {
+	dir, err := os.Getwd()
+	if err != nil {
+		return "", err
+	}
+	for {
+		p := filepath.Join(dir, rel)
+		if _, err := os.Stat(p); err == nil {
+			return p, nil
+		}
+		up := filepath.Dir(dir)
+		if up == dir {
+			return "", fmt.Errorf("hosttest: no %s in the working folder or above it", rel)
+		}
+		dir = up
+	}
+}
