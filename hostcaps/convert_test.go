@@ -40,6 +40,11 @@ spec:
 		{"model and machine the host lacks", vmi("Skylake-Server-v4", "    machine: {type: pc-q35-rhel9.6.0}\n"), []string{
 			`spec.domain.cpu.model: Unsupported value: "Skylake-Server-v4": this host's QEMU offers "qemu64", "qemu32"`,
 			`spec.domain.machine.type: Unsupported value: "pc-q35-rhel9.6.0": this host's QEMU offers "pc-i440fx-7.2"`}},
+		{"required features the host has", vmi("host-model, features: [{name: sse2}, {name: vmx, policy: optional}]", ""), nil},
+		{"required feature the host lacks", vmi("Westmere, features: [{name: sse2}, {name: vmx, policy: require}]", ""), []string{
+			`spec.domain.cpu.features[1].name: Invalid value: "vmx": this host's CPU lacks it (it is not among the 75 features`}},
+		{"required feature host-model disables", vmi("host-model, features: [{name: vme, policy: force}]", ""), []string{
+			`spec.domain.cpu.features[0].name: Invalid value: "vme": this host's CPU lacks it (its host-model CPU, EPYC, disables it)`}},
 		{"host-passthrough under emulation", vmi("host-passthrough", ""), []string{"spec.domain.cpu.model: Forbidden: this host's QEMU offers no host-passthrough CPU"}},
 		{"tlbflush direct on libvirt 9.0", vmi("host-model", "    features:\n      hyperv:\n        vpindex: {}\n        tlbflush: {direct: {}}\n"),
 			[]string{"spec.domain.features.hyperv.tlbflush.direct: Forbidden: this host's libvirt has no direct or extended Hyper-V TLB flush"}},
