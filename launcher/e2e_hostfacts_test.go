@@ -45,6 +45,24 @@ func TestE2EHostFacts(t *testing.T) {
 		}
 	}
 
+	// The expanded host-model CPU: its own features among them, those it
+	// disables not.
+	if hm := facts.HostModel; hm != nil {
+		for _, f := range hm.Features {
+			if !slices.Contains(facts.CPUFeatures, f) {
+				t.Errorf("host-model requires %s, which CPUFeatures %v lacks", f, facts.CPUFeatures)
+			}
+		}
+		for _, f := range hm.Disabled {
+			if slices.Contains(facts.CPUFeatures, f) {
+				t.Errorf("host-model disables %s, which CPUFeatures has", f)
+			}
+		}
+		if !slices.Contains(facts.CPUFeatures, "sse2") {
+			t.Errorf("CPUFeatures %v lack sse2", facts.CPUFeatures)
+		}
+	}
+
 	const model, machine = "Skylake-Server-v4", "pc-q35-rhel9.6.0"
 	if slices.Contains(facts.CPUModels, model) || slices.Contains(facts.MachineTypes, machine) {
 		t.Skipf("this host offers %s or %s", model, machine)
@@ -84,5 +102,18 @@ func TestE2EHostFacts(t *testing.T) {
 	if dom, err := e.conn.LookupDomainByName(domainName(vmi)); err == nil {
 		_ = dom.Free()
 		t.Error("the refused VMI was defined")
+	}
+
+	// A required feature the host's CPU lacks (vmx: no nested
+	// virtualization under emulation), at its index.
+	const feature = "vmx"
+	if facts.CPUFeatures == nil || slices.Contains(facts.CPUFeatures, feature) {
+		t.Skipf("this host's CPU features %v include %s", facts.CPUFeatures, feature)
+	}
+	vmi = guestVMI(t, uniqueName("e2e-hostfacts"), 30, testguest.ActionACPI)
+	vmi.Spec.Domain.CPU = &v1.CPU{Features: []v1.CPUFeature{{Name: "sse2"}, {Name: feature, Policy: "require"}}}
+	_, err = e.l.Plan(ctxFor(t, time.Minute), vmi)
+	if !errors.As(err, &ie) || len(ie.Errors) != 1 || ie.Errors[0].Field != "spec.domain.cpu.features[1].name" {
+		t.Errorf("Plan of a VMI requiring %s: %v, want one refusal at spec.domain.cpu.features[1].name", feature, err)
 	}
 }

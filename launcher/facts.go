@@ -82,8 +82,8 @@ func (l *Launcher) hostFacts(ctx context.Context) (hostFacts, error) {
 const firmwareDir = "/usr/share/qemu/firmware"
 
 // probe reads the host's documents from libvirt (its capabilities, its
-// domain capabilities for q35 and the domain type the launcher uses,
-// which probe domains it defines), QEMU's firmware descriptors and which
+// domain capabilities for q35 and the domain type the launcher uses, the
+// features of its host-model CPU, which probe domains it defines), QEMU's firmware descriptors and which
 // programs are installed, and turns them into facts (hostcaps.Facts).
 func probe(c *libvirt.Connect, emulate bool) (hostFacts, error) {
 	var f hostFacts
@@ -120,6 +120,9 @@ func probe(c *libvirt.Connect, emulate bool) (hostFacts, error) {
 		return f, wrapErr(capsErr, "read capabilities")
 	}
 	docs.DomainCapabilities, docs.Capabilities = []byte(raw), []byte(capsXML)
+	if docs.CPUFeatures, err = expandHostModel(c, docs.DomainCapabilities, virtType); err != nil {
+		return f, err
+	}
 	var loaders []string
 	if caps := (&libvirtxml.DomainCaps{}); caps.Unmarshal(raw) == nil && caps.OS != nil && caps.OS.Loader != nil {
 		loaders = caps.OS.Loader.Values
@@ -142,6 +145,25 @@ func probe(c *libvirt.Connect, emulate bool) (hostFacts, error) {
 		return f, &HostError{Err: err}
 	}
 	return f, nil
+}
+
+// expandHostModel asks libvirt for the features of the host-model CPU of
+// domainCaps, expanded (as KubeVirt's node labeller runs virsh
+// hypervisor-cpu-baseline --features); nil when there is no host-model
+// CPU.
+func expandHostModel(c *libvirt.Connect, domainCaps []byte, virtType string) ([]byte, error) {
+	cpu, ok, err := hostcaps.HostModelCPU(domainCaps)
+	if err != nil {
+		return nil, &HostError{Err: err}
+	}
+	if !ok {
+		return nil, nil
+	}
+	expanded, err := c.BaselineHypervisorCPU("", "x86_64", "q35", virtType, []string{cpu}, libvirt.CONNECT_BASELINE_CPU_EXPAND_FEATURES)
+	if err != nil {
+		return nil, wrapErr(err, "expand the host-model CPU's features")
+	}
+	return []byte(expanded), nil
 }
 
 // firmwareDescriptors reads the descriptors of dir in name order (none when
