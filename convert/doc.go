@@ -107,6 +107,7 @@
 //	spec.networks[*].multus.networkName              HostLayout.Networks does not map it
 //	spec.domain.firmware.bootloader.efi,             Options.EFI names no firmware; the layout no NVRAM file
 //	  spec.domain.firmware.bootloader.efi.secureBoot
+//	spec.domain.features.smm                         plain EFI without SMM where Options.EFI.CodeRequiresSMM
 //	spec.domain.firmware.kernelBoot.container.kernelPath,
 //	  spec.domain.firmware.kernelBoot.container.initrdPath
 //	                                                 the layout gives no host path for the file

@@ -11,6 +11,7 @@ import (
 	v1 "kubevirt.io/api/core/v1"
 
 	"github.com/vmi2libvirt/vmi2libvirt/convert"
+	"github.com/vmi2libvirt/vmi2libvirt/hostcaps"
 	"github.com/vmi2libvirt/vmi2libvirt/launcher"
 	"github.com/vmi2libvirt/vmi2libvirt/testkit/testguest"
 )
@@ -102,6 +103,24 @@ func TestE2EHostFacts(t *testing.T) {
 	if dom, err := e.conn.LookupDomainByName(domainName(vmi)); err == nil {
 		_ = dom.Free()
 		t.Error("the refused VMI was defined")
+	}
+
+	// EFI guests boot the builds QEMU's firmware descriptors name (secure
+	// boot: the one with enrolled keys), when there are descriptors.
+	if efi, ok := hostcaps.EFI(facts.Firmware, facts.Machine); ok {
+		for _, secure := range []bool{true, false} {
+			vmi := guestVMI(t, uniqueName("e2e-hostfacts"), 30, testguest.ActionACPI)
+			vmi.Spec.Domain.Firmware = &v1.Firmware{Bootloader: &v1.Bootloader{EFI: &v1.EFI{SecureBoot: &secure}}}
+			vmi.Spec.Domain.Features = &v1.Features{SMM: &v1.FeatureState{}}
+			want := efi.Code
+			if secure {
+				want = efi.SecureBootCode
+			}
+			p, err := e.l.Plan(ctxFor(t, time.Minute), vmi)
+			if err != nil || p.Domain.OS.Loader == nil || p.Domain.OS.Loader.Path != want || want == "" {
+				t.Errorf("secure boot %v: loader of %v, %v; want %q from the descriptors %+v", secure, p, err, want, facts.Firmware)
+			}
+		}
 	}
 
 	// A required feature the host's CPU lacks (vmx: no nested

@@ -28,7 +28,9 @@ type hostFacts struct {
 	facts convert.HostFacts
 	// kvm tells whether libvirt can run KVM domains.
 	kvm bool
-	// efi are the OVMF files found, zero when none.
+	// efi are the OVMF builds of QEMU's firmware descriptors
+	// (hostcaps.EFI), or without descriptors the files found; zero when
+	// none.
 	efi convert.EFIFirmware
 	// qemu is the user QEMU runs as (Config.Sources.QEMUUser), nil when
 	// ownership is left alone.
@@ -127,7 +129,6 @@ func probe(c *libvirt.Connect, emulate bool) (hostFacts, error) {
 	if caps := (&libvirtxml.DomainCaps{}); caps.Unmarshal(raw) == nil && caps.OS != nil && caps.OS.Loader != nil {
 		loaders = caps.OS.Loader.Values
 	}
-	f.efi = hostfiles.FindEFI(loaders)
 	if docs.Firmware, err = firmwareDescriptors(firmwareDir); err != nil {
 		return f, &HostError{Err: err}
 	}
@@ -143,6 +144,12 @@ func probe(c *libvirt.Connect, emulate bool) (hostFacts, error) {
 	}
 	if f.facts, err = hostcaps.Facts(docs); err != nil {
 		return f, &HostError{Err: err}
+	}
+	// QEMU's firmware descriptors say which OVMF builds boot what; a host
+	// without them gets the files found.
+	var described bool
+	if f.efi, described = hostcaps.EFI(f.facts.Firmware, f.facts.Machine); !described {
+		f.efi = hostfiles.FindEFI(loaders)
 	}
 	return f, nil
 }
