@@ -27,7 +27,7 @@ func HostModelCPU(domainCapabilities []byte) (cpu string, ok bool, err error) {
 		c := libvirtxml.DomainCPU{Mode: "custom", Match: "exact", Vendor: m.Vendor,
 			Model: &libvirtxml.DomainCPUModel{Value: m.Models[0].Name, Fallback: m.Models[0].Fallback}}
 		for _, f := range m.Features {
-			c.Features = append(c.Features, libvirtxml.DomainCPUFeature{Policy: f.Policy, Name: f.Name})
+			c.Features = append(c.Features, libvirtxml.DomainCPUFeature(f))
 		}
 		out, err := c.Marshal()
 		return out, err == nil, err
