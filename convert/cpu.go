@@ -97,7 +97,7 @@ func (c *converter) cpuModel(cpu *libvirtxml.DomainCPU) error {
 		if policy == "" {
 			policy = "require" // libvirt's meaning of a feature without policy
 		}
-		if err := c.opts.HostFacts.checkCPUFeature(i, f.Name, policy, cpu.Mode == v1.CPUModeHostModel); err != nil {
+		if err := c.opts.HostFacts.checkCPUFeature(i, f.Name, policy, cpu.Mode); err != nil {
 			return err
 		}
 		cpu.Features = append(cpu.Features, libvirtxml.DomainCPUFeature{Name: f.Name, Policy: policy})

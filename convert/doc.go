@@ -75,7 +75,8 @@
 //	  spec.domain.features.hyperv.tlbflush.extended
 //	spec.domain.cpu.model                            Options.HostFacts: a named model QEMU does not offer, or
 //	                                                 host-model or host-passthrough where it has none
-//	spec.domain.cpu.features[*].name                 Options.HostFacts: required, and host-model disables it
+//	spec.domain.cpu.features[*].name                 Options.HostFacts: required, and host-model disables it or
+//	                                                 it is not among HostFacts.CPUFeatures
 //	spec.domain.machine.type                         Options.HostFacts: a machine type QEMU does not offer
 //	spec.domain.devices.tpm                          Options.HostFacts lacks a TPM emulator (swtpm)
 //	spec.domain.devices.hostDevices[*],              Options.HostDevices: no entry for the device, or one of
@@ -106,6 +107,7 @@
 //	spec.networks[*].multus.networkName              HostLayout.Networks does not map it
 //	spec.domain.firmware.bootloader.efi,             Options.EFI names no firmware; the layout no NVRAM file
 //	  spec.domain.firmware.bootloader.efi.secureBoot
+//	spec.domain.features.smm                         plain EFI without SMM where Options.EFI.CodeRequiresSMM
 //	spec.domain.firmware.kernelBoot.container.kernelPath,
 //	  spec.domain.firmware.kernelBoot.container.initrdPath
 //	                                                 the layout gives no host path for the file

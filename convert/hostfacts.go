@@ -35,6 +35,13 @@ type HostFacts struct {
 	// HostModel is the CPU that host-model gives a guest (nil when libvirt
 	// offers no host-model, or not checked).
 	HostModel *HostModelCPU
+	// CPUFeatures are the CPU features this host can give a guest: those
+	// the host-model CPU has once libvirt expands it (virsh
+	// hypervisor-cpu-baseline --features, KubeVirt's
+	// supported_features.xml), in libvirt's order. A feature a VMI
+	// requires (spec.domain.cpu.features, policy require or force) must
+	// be one of them; nil: not checked.
+	CPUFeatures []string
 	// Firmware are the firmware builds QEMU's descriptors list (for the
 	// launcher's choice of Options.EFI and for labels; the converter reads
 	// Options.EFI).
@@ -194,15 +201,23 @@ func (h *HostFacts) checkCPUModel(model string) *field.Error {
 	return nil
 }
 
-// checkCPUFeature refuses a CPU feature that a host-model guest must have
-// (policy require or force) and the host's CPU lacks: host-model lists it
-// as disabled.
-func (h *HostFacts) checkCPUFeature(i int, name, policy string, hostModel bool) *field.Error {
-	if !hostModel || h.HostModel == nil || policy != "require" && policy != "force" || !slices.Contains(h.HostModel.Disabled, name) {
+// checkCPUFeature refuses a CPU feature that a guest of CPU mode mode must
+// have (policy require or force) and the host's CPU lacks: host-model
+// lists it as disabled (for a host-model guest), or it is not among
+// CPUFeatures (for a host-model or named model; host-passthrough may give
+// features that host-model leaves out).
+func (h *HostFacts) checkCPUFeature(i int, name, policy, mode string) *field.Error {
+	if policy != "require" && policy != "force" {
 		return nil
 	}
-	return field.Invalid(cpuPath.Child("features").Index(i).Child("name"), name,
-		fmt.Sprintf("this host's CPU lacks it (its host-model CPU, %s, disables it)", h.HostModel.Model))
+	path := cpuPath.Child("features").Index(i).Child("name")
+	if mode == "host-model" && h.HostModel != nil && slices.Contains(h.HostModel.Disabled, name) {
+		return field.Invalid(path, name, fmt.Sprintf("this host's CPU lacks it (its host-model CPU, %s, disables it)", h.HostModel.Model))
+	}
+	if mode != "host-passthrough" && h.CPUFeatures != nil && !slices.Contains(h.CPUFeatures, name) {
+		return field.Invalid(path, name, fmt.Sprintf("this host's CPU lacks it (it is not among the %d features libvirt expands its host-model CPU to)", len(h.CPUFeatures)))
+	}
+	return nil
 }
 
 // checkMachine refuses a machine type (spec.domain.machine.type) that the

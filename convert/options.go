@@ -77,6 +77,10 @@ type EFIFirmware struct {
 	Vars           string // e.g. /usr/share/OVMF/OVMF_VARS_4M.fd
 	SecureBootCode string // e.g. /usr/share/OVMF/OVMF_CODE_4M.secboot.fd
 	SecureBootVars string // e.g. /usr/share/OVMF/OVMF_VARS_4M.ms.fd
+	// CodeRequiresSMM: Code boots only with SMM on (its firmware
+	// descriptor's requires-smm), so a plain EFI guest needs
+	// spec.domain.features.smm (secure boot always does).
+	CodeRequiresSMM bool
 }
 
 // HostDevice is a host device handed to the guest.

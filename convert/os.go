@@ -63,6 +63,8 @@ func (c *converter) efi(fw *v1.Firmware, o *libvirtxml.DomainOS) error {
 		}
 	} else if code == "" || vars == "" {
 		return field.Forbidden(efiPath, "no EFI firmware on this host (Options.EFI.Code and Options.EFI.Vars are not both set)")
+	} else if err := c.checkSMMFirmware(); err != nil {
+		return err
 	}
 	if c.paths.NVRAM == "" {
 		return field.Forbidden(efiPath, "the layout names no NVRAM file for the EFI variables")

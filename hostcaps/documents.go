@@ -14,6 +14,11 @@ type Documents struct {
 	// the architecture, machine type and domain type the launcher uses
 	// (virsh domcapabilities --machine q35 --virttype kvm).
 	DomainCapabilities []byte
+	// CPUFeatures is the XML of the host-model CPU (HostModelCPU) with
+	// its features expanded by libvirt (virsh hypervisor-cpu-baseline
+	// --features, KubeVirt's supported_features.xml); nil: not read (no
+	// host-model CPU), CPU features are then not checked.
+	CPUFeatures []byte
 	// Firmware are QEMU's firmware descriptors, in the order QEMU reads
 	// them (by file name).
 	Firmware []Descriptor

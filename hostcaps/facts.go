@@ -12,7 +12,7 @@ import (
 // Facts reads the documents of a host into the converter's host facts:
 // machine types (capabilities, for the domain capabilities' architecture
 // and domain type), usable CPU models and the host-model CPU (domain
-// capabilities), firmware (descriptors), the NUMA topology (capabilities)
+// capabilities), the CPU features (the expanded host-model CPU), firmware (descriptors), the NUMA topology (capabilities)
 // and what the host lacks of KubeVirt's domain (the CPU modes and TPM
 // backends the domain capabilities offer, the refused probes, the
 // programs). Lacks are in the order of the convert.Lack constants' table
@@ -31,8 +31,11 @@ func Facts(docs Documents) (convert.HostFacts, error) {
 	f.MachineTypes = machineTypes(caps, dc.Arch, dc.Domain)
 	lacks := map[convert.Lack]bool{}
 	cpuFacts(&f, dc, lacks)
-	f.NUMA = numaCells(caps)
 	var err error
+	if f.CPUFeatures, err = cpuFeatures(docs.CPUFeatures); err != nil {
+		return f, err
+	}
+	f.NUMA = numaCells(caps)
 	if f.Firmware, err = firmware(docs.Firmware, dc.Arch); err != nil {
 		return f, err
 	}

@@ -29,7 +29,8 @@ type inputs struct {
 }
 
 // readCase reads the documents of a testdata case folder: capabilities.xml,
-// domcapabilities.xml, firmware/*.json and inputs.yaml.
+// domcapabilities.xml, cpufeatures.xml (when there), firmware/*.json and
+// inputs.yaml.
 func readCase(t *testing.T, dir string) hostcaps.Documents {
 	t.Helper()
 	read := func(name string) []byte {
@@ -45,6 +46,9 @@ func readCase(t *testing.T, dir string) hostcaps.Documents {
 	}
 	docs := hostcaps.Documents{Libvirt: in.Libvirt, QEMU: in.QEMU, Refused: in.Refused, Programs: in.Programs,
 		Capabilities: read("capabilities.xml"), DomainCapabilities: read("domcapabilities.xml")}
+	if b, err := os.ReadFile(filepath.Join(dir, "cpufeatures.xml")); err == nil {
+		docs.CPUFeatures = b
+	}
 	files, _ := filepath.Glob(filepath.Join(dir, "firmware", "*.json"))
 	slices.Sort(files)
 	for _, f := range files {
@@ -102,6 +106,7 @@ func TestFactsBadDocuments(t *testing.T) {
 		"capabilities":        func(d *hostcaps.Documents) { d.Capabilities = []byte("<capabilities") },
 		"domain capabilities": func(d *hostcaps.Documents) { d.DomainCapabilities = []byte("not xml") },
 		"firmware":            func(d *hostcaps.Documents) { d.Firmware = []hostcaps.Descriptor{{Name: "x.json", JSON: []byte("{")}} },
+		"cpu features":        func(d *hostcaps.Documents) { d.CPUFeatures = []byte("<cpu") },
 	} {
 		docs := good
 		edit(&docs)

@@ -11,6 +11,7 @@ import (
 	v1 "kubevirt.io/api/core/v1"
 
 	"github.com/vmi2libvirt/vmi2libvirt/convert"
+	"github.com/vmi2libvirt/vmi2libvirt/hostcaps"
 	"github.com/vmi2libvirt/vmi2libvirt/launcher"
 	"github.com/vmi2libvirt/vmi2libvirt/testkit/testguest"
 )
@@ -42,6 +43,24 @@ func TestE2EHostFacts(t *testing.T) {
 			if facts.Has(l) {
 				t.Errorf("libvirt %d: the facts do not say it lacks %s", version, l)
 			}
+		}
+	}
+
+	// The expanded host-model CPU: its own features among them, those it
+	// disables not.
+	if hm := facts.HostModel; hm != nil {
+		for _, f := range hm.Features {
+			if !slices.Contains(facts.CPUFeatures, f) {
+				t.Errorf("host-model requires %s, which CPUFeatures %v lacks", f, facts.CPUFeatures)
+			}
+		}
+		for _, f := range hm.Disabled {
+			if slices.Contains(facts.CPUFeatures, f) {
+				t.Errorf("host-model disables %s, which CPUFeatures has", f)
+			}
+		}
+		if !slices.Contains(facts.CPUFeatures, "sse2") {
+			t.Errorf("CPUFeatures %v lack sse2", facts.CPUFeatures)
 		}
 	}
 
@@ -84,5 +103,36 @@ func TestE2EHostFacts(t *testing.T) {
 	if dom, err := e.conn.LookupDomainByName(domainName(vmi)); err == nil {
 		_ = dom.Free()
 		t.Error("the refused VMI was defined")
+	}
+
+	// EFI guests boot the builds QEMU's firmware descriptors name (secure
+	// boot: the one with enrolled keys), when there are descriptors.
+	if efi, ok := hostcaps.EFI(facts.Firmware, facts.Machine); ok {
+		for _, secure := range []bool{true, false} {
+			vmi := guestVMI(t, uniqueName("e2e-hostfacts"), 30, testguest.ActionACPI)
+			vmi.Spec.Domain.Firmware = &v1.Firmware{Bootloader: &v1.Bootloader{EFI: &v1.EFI{SecureBoot: &secure}}}
+			vmi.Spec.Domain.Features = &v1.Features{SMM: &v1.FeatureState{}}
+			want := efi.Code
+			if secure {
+				want = efi.SecureBootCode
+			}
+			p, err := e.l.Plan(ctxFor(t, time.Minute), vmi)
+			if err != nil || p.Domain.OS.Loader == nil || p.Domain.OS.Loader.Path != want || want == "" {
+				t.Errorf("secure boot %v: loader of %v, %v; want %q from the descriptors %+v", secure, p, err, want, facts.Firmware)
+			}
+		}
+	}
+
+	// A required feature the host's CPU lacks (vmx: no nested
+	// virtualization under emulation), at its index.
+	const feature = "vmx"
+	if facts.CPUFeatures == nil || slices.Contains(facts.CPUFeatures, feature) {
+		t.Skipf("this host's CPU features %v include %s", facts.CPUFeatures, feature)
+	}
+	vmi = guestVMI(t, uniqueName("e2e-hostfacts"), 30, testguest.ActionACPI)
+	vmi.Spec.Domain.CPU = &v1.CPU{Features: []v1.CPUFeature{{Name: "sse2"}, {Name: feature, Policy: "require"}}}
+	_, err = e.l.Plan(ctxFor(t, time.Minute), vmi)
+	if !errors.As(err, &ie) || len(ie.Errors) != 1 || ie.Errors[0].Field != "spec.domain.cpu.features[1].name" {
+		t.Errorf("Plan of a VMI requiring %s: %v, want one refusal at spec.domain.cpu.features[1].name", feature, err)
 	}
 }

@@ -28,7 +28,9 @@ type hostFacts struct {
 	facts convert.HostFacts
 	// kvm tells whether libvirt can run KVM domains.
 	kvm bool
-	// efi are the OVMF files found, zero when none.
+	// efi are the OVMF builds of QEMU's firmware descriptors
+	// (hostcaps.EFI), or without descriptors the files found; zero when
+	// none.
 	efi convert.EFIFirmware
 	// qemu is the user QEMU runs as (Config.Sources.QEMUUser), nil when
 	// ownership is left alone.
@@ -82,8 +84,8 @@ func (l *Launcher) hostFacts(ctx context.Context) (hostFacts, error) {
 const firmwareDir = "/usr/share/qemu/firmware"
 
 // probe reads the host's documents from libvirt (its capabilities, its
-// domain capabilities for q35 and the domain type the launcher uses,
-// which probe domains it defines), QEMU's firmware descriptors and which
+// domain capabilities for q35 and the domain type the launcher uses, the
+// features of its host-model CPU, which probe domains it defines), QEMU's firmware descriptors and which
 // programs are installed, and turns them into facts (hostcaps.Facts).
 func probe(c *libvirt.Connect, emulate bool) (hostFacts, error) {
 	var f hostFacts
@@ -120,11 +122,13 @@ func probe(c *libvirt.Connect, emulate bool) (hostFacts, error) {
 		return f, wrapErr(capsErr, "read capabilities")
 	}
 	docs.DomainCapabilities, docs.Capabilities = []byte(raw), []byte(capsXML)
+	if docs.CPUFeatures, err = expandHostModel(c, docs.DomainCapabilities, virtType); err != nil {
+		return f, err
+	}
 	var loaders []string
 	if caps := (&libvirtxml.DomainCaps{}); caps.Unmarshal(raw) == nil && caps.OS != nil && caps.OS.Loader != nil {
 		loaders = caps.OS.Loader.Values
 	}
-	f.efi = hostfiles.FindEFI(loaders)
 	if docs.Firmware, err = firmwareDescriptors(firmwareDir); err != nil {
 		return f, &HostError{Err: err}
 	}
@@ -141,7 +145,32 @@ func probe(c *libvirt.Connect, emulate bool) (hostFacts, error) {
 	if f.facts, err = hostcaps.Facts(docs); err != nil {
 		return f, &HostError{Err: err}
 	}
+	// QEMU's firmware descriptors say which OVMF builds boot what; a host
+	// without them gets the files found.
+	var described bool
+	if f.efi, described = hostcaps.EFI(f.facts.Firmware, f.facts.Machine); !described {
+		f.efi = hostfiles.FindEFI(loaders)
+	}
 	return f, nil
+}
+
+// expandHostModel asks libvirt for the features of the host-model CPU of
+// domainCaps, expanded (as KubeVirt's node labeller runs virsh
+// hypervisor-cpu-baseline --features); nil when there is no host-model
+// CPU.
+func expandHostModel(c *libvirt.Connect, domainCaps []byte, virtType string) ([]byte, error) {
+	cpu, ok, err := hostcaps.HostModelCPU(domainCaps)
+	if err != nil {
+		return nil, &HostError{Err: err}
+	}
+	if !ok {
+		return nil, nil
+	}
+	expanded, err := c.BaselineHypervisorCPU("", "x86_64", "q35", virtType, []string{cpu}, libvirt.CONNECT_BASELINE_CPU_EXPAND_FEATURES)
+	if err != nil {
+		return nil, wrapErr(err, "expand the host-model CPU's features")
+	}
+	return []byte(expanded), nil
 }
 
 // firmwareDescriptors reads the descriptors of dir in name order (none when

@@ -52,6 +52,10 @@ const (
 // test runs the agent as the separate process a person starts.
 const runMainEnv = "NODEAGENT_TEST_RUN_MAIN"
 
+// hostFactsEnv holds, as JSON, the convert.HostFacts an agent started by
+// a test makes its Node's labels of (testHostFacts) instead of its host's.
+const hostFactsEnv = "NODEAGENT_TEST_HOST_FACTS"
+
 // world is what the end-to-end tests run against: a test cluster, a client
 // of it, and a libvirt connection of the test's own (the witness).
 type world struct {
@@ -381,8 +385,15 @@ type agentProcess struct {
 // test if still running.
 func startAgent(t testing.TB, args ...string) *agentProcess {
 	t.Helper()
+	return startAgentEnv(t, nil, args...)
+}
+
+// startAgentEnv starts the agent with args and env added to the test's
+// environment.
+func startAgentEnv(t testing.TB, env []string, args ...string) *agentProcess {
+	t.Helper()
 	cmd := exec.Command(os.Args[0], args...)
-	cmd.Env = append(os.Environ(), runMainEnv+"=1")
+	cmd.Env = append(append(os.Environ(), runMainEnv+"=1"), env...)
 	a := &agentProcess{}
 	for i, arg := range args {
 		if arg == "-node" && i+1 < len(args) {
@@ -398,10 +409,16 @@ func startAgent(t testing.TB, args ...string) *agentProcess {
 // swept the launcher's domains (it then watches its VMIs).
 func (w *world) startNode(t testing.TB, node, stateDir string, extra ...string) *agentProcess {
 	t.Helper()
+	return w.startNodeEnv(t, nil, node, stateDir, extra...)
+}
+
+// startNodeEnv is startNode with env added to the agent's environment.
+func (w *world) startNodeEnv(t testing.TB, env []string, node, stateDir string, extra ...string) *agentProcess {
+	t.Helper()
 	t.Cleanup(func() { w.removeDomainsOf(t, node) })
 	args := append([]string{"-kubeconfig", w.cluster.Kubeconfig, "-node", node, "-emulate",
 		"-state-dir", stateDir, "-metrics-address", "127.0.0.1:0"}, extra...)
-	a := startAgent(t, args...)
+	a := startAgentEnv(t, env, args...)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	a.metrics = "http://" + a.Address(ctx, t, "nodeagent: serving metrics and health")

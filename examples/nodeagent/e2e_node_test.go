@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -46,8 +47,12 @@ func TestE2EHeartbeat(t *testing.T) {
 
 	proxy.cut()
 	cut := time.Now()
-	w.waitNode(t, node, "unschedulable while libvirt is cut off", time.Minute, schedulable("false"))
+	cutOff := w.waitNode(t, node, "unschedulable while libvirt is cut off", time.Minute, schedulable("false"))
 	t.Logf("libvirt cut off → unschedulable in %s", time.Since(cut).Round(time.Millisecond))
+	// The host's labels stay while its facts cannot be read.
+	if got, want := withPrefix(cutOff.Labels, virtv1.CPUModelLabel), withPrefix(n.Labels, virtv1.CPUModelLabel); len(want) == 0 || !slices.Equal(got, want) {
+		t.Errorf("CPU model labels %v while libvirt is cut off, want %v (non-empty) as before", got, want)
+	}
 	proxy.restore(t)
 	back := time.Now()
 	w.waitNode(t, node, "schedulable once libvirt is back", 2*time.Minute, schedulable("true"))

@@ -66,11 +66,21 @@ func main() {
 	log.Info("nodeagent: stopped")
 }
 
+// testHostFacts, set only by this package's tests (TestMain), are the host
+// facts the Node's labels are made of instead of the launcher's, so that a
+// test runs two agents whose nodes offer different CPU models on one
+// libvirtd. Never a flag: a node's labels are its host's.
+var testHostFacts *convert.HostFacts
+
 // run connects to the API server and runs the agent until ctx ends.
 func run(ctx context.Context, cfg config, log *slog.Logger) error {
 	rest, err := clientcmd.BuildConfigFromFlags("", cfg.Kubeconfig)
 	if err != nil {
 		return fmt.Errorf("-kubeconfig: %w", err)
+	}
+	var labeller agent.NodeLabeller // nil: the launcher's facts
+	if f := testHostFacts; f != nil {
+		labeller = agent.HostLabels{Static: cfg.NodeLabels, Facts: func(context.Context) (convert.HostFacts, error) { return *f, nil }}
 	}
 	return agent.Run(ctx, rest, agent.Config{
 		Node:       cfg.Node,
@@ -87,6 +97,7 @@ func run(ctx context.Context, cfg config, log *slog.Logger) error {
 		APIAddress:        cfg.APIAddress,
 		APICertDir:        cfg.APICerts,
 		HeartbeatInterval: cfg.HeartbeatInterval,
+		Labeller:          labeller,
 		Logger:            log,
 	})
 }

@@ -2,8 +2,10 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"flag"
+	"fmt"
 	"io"
 	"net"
 	"os"
@@ -17,11 +19,19 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/util/validation"
 
+	"github.com/vmi2libvirt/vmi2libvirt/convert"
 	"github.com/vmi2libvirt/vmi2libvirt/examples/nodeagent/internal/testcluster"
 )
 
 func TestMain(m *testing.M) {
 	if os.Getenv(runMainEnv) == "1" {
+		if doc := os.Getenv(hostFactsEnv); doc != "" {
+			testHostFacts = new(convert.HostFacts)
+			if err := json.Unmarshal([]byte(doc), testHostFacts); err != nil {
+				fmt.Fprintf(os.Stderr, "%s: %v\n", hostFactsEnv, err)
+				os.Exit(2)
+			}
+		}
 		os.Args = append([]string{"nodeagent"}, os.Args[1:]...)
 		main()
 		os.Exit(0)

@@ -81,6 +81,9 @@ func printFacts(w io.Writer, f convert.HostFacts) {
 		}
 		line("host-model", values...)
 	}
+	if f.CPUFeatures != nil {
+		line("cpu features", f.CPUFeatures...)
+	}
 	for _, fw := range f.Firmware {
 		values := []string{fw.Code}
 		if fw.Vars != "" {

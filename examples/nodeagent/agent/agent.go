@@ -125,7 +125,7 @@ type Config struct {
 	// probed every heartbeatCheck).
 	HeartbeatInterval time.Duration
 	// Labeller gives the labels of what this node can run, for its Node;
-	// nil: StaticLabels(NodeLabels).
+	// nil: HostLabels of the launcher's host facts and NodeLabels.
 	Labeller NodeLabeller
 
 	// Workers is how many VMIs are reconciled at once; 0: DefaultWorkers.
@@ -160,9 +160,6 @@ func (cfg Config) withDefaults() (Config, error) {
 	}
 	if cfg.HeartbeatInterval <= 0 {
 		cfg.HeartbeatInterval = DefaultHeartbeatInterval
-	}
-	if cfg.Labeller == nil {
-		cfg.Labeller = StaticLabels(cfg.NodeLabels)
 	}
 	if cfg.Workers <= 0 {
 		cfg.Workers = DefaultWorkers
@@ -223,6 +220,9 @@ func Run(ctx context.Context, restConfig *rest.Config, cfg Config) error {
 		return err
 	}
 	defer l.Close()
+	if cfg.Labeller == nil {
+		cfg.Labeller = HostLabels{Facts: l.HostFacts, Static: cfg.NodeLabels}
+	}
 	direct, err := client.New(restConfig, client.Options{Scheme: scheme})
 	if err != nil {
 		return err

@@ -58,6 +58,9 @@ type heartbeat struct {
 	log      *slog.Logger
 }
 
+// observeTimeout bounds each question of a heartbeat's check.
+const observeTimeout = 5 * time.Second
+
 // beat is what one heartbeat writes besides the time.
 type beat struct {
 	schedulable bool
@@ -106,12 +109,13 @@ func (h *heartbeat) Start(ctx context.Context) error {
 // NeedLeaderElection is false: every agent beats for its own node.
 func (h *heartbeat) NeedLeaderElection() bool { return false }
 
-// observe asks libvirt and the labeller; labels of last stay when the
-// labeller fails.
+// observe asks libvirt and the labeller (each for at most observeTimeout;
+// the labeller only while libvirt answers, as its labels are libvirt's
+// facts); labels of last stay when libvirt or the labeller fails.
 func (h *heartbeat) observe(ctx context.Context, last beat) beat {
 	b := beat{schedulable: true, labels: last.labels}
 	if h.probe != nil {
-		pctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+		pctx, cancel := context.WithTimeout(ctx, observeTimeout)
 		err := h.probe(pctx)
 		cancel()
 		if err != nil && ctx.Err() == nil {
@@ -121,7 +125,12 @@ func (h *heartbeat) observe(ctx context.Context, last beat) beat {
 			}
 		}
 	}
-	l, err := h.labeller.NodeLabels(ctx)
+	if !b.schedulable {
+		return b
+	}
+	lctx, cancel := context.WithTimeout(ctx, observeTimeout)
+	l, err := h.labeller.NodeLabels(lctx)
+	cancel()
 	if err != nil {
 		h.log.Warn("nodeagent: the node's labels cannot be read; keeping the last ones", "err", err)
 		return b

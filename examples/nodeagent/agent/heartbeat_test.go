@@ -16,14 +16,28 @@ import (
 	"github.com/vmi2libvirt/vmi2libvirt/examples/nodeagent/nodeapi"
 )
 
+// labellerFunc is a NodeLabeller of a function.
+type labellerFunc func(context.Context) (map[string]string, error)
+
+func (f labellerFunc) NodeLabels(ctx context.Context) (map[string]string, error) { return f(ctx) }
+
 // The heartbeat creates the Node with its labels and the time, marks it
 // unschedulable while libvirt does not answer and schedulable again when
-// it does, and unschedulable when it stops.
+// it does, and unschedulable when it stops. A labeller that waits for
+// libvirt (as the launcher's facts wait for a reconnect) neither holds the
+// heartbeat up nor takes the labels away.
 func TestHeartbeat(t *testing.T) {
 	cs := fake.NewClientset()
 	var down atomic.Bool
+	labeller := labellerFunc(func(ctx context.Context) (map[string]string, error) {
+		if down.Load() {
+			<-ctx.Done()
+			return nil, ctx.Err()
+		}
+		return map[string]string{"zone": "a"}, nil
+	})
 	h := &heartbeat{
-		node: "node-a", nodes: cs, labeller: StaticLabels{"zone": "a"}, interval: time.Hour, check: 10 * time.Millisecond,
+		node: "node-a", nodes: cs, labeller: labeller, interval: time.Hour, check: 10 * time.Millisecond,
 		log: slog.New(slog.DiscardHandler),
 		probe: func(context.Context) error {
 			if down.Load() {
@@ -61,7 +75,9 @@ func TestHeartbeat(t *testing.T) {
 		t.Errorf("heartbeat %q: %v %v", n.Annotations[v1.VirtHandlerHeartbeat], ok, err)
 	}
 	down.Store(true)
-	waitNode("unschedulable while libvirt is down", schedulable("false"))
+	if n := waitNode("unschedulable while libvirt is down", schedulable("false")); n.Labels["zone"] != "a" {
+		t.Errorf("labels %v while libvirt is down, want zone=a kept", n.Labels)
+	}
 	down.Store(false)
 	waitNode("schedulable again", schedulable("true"))
 	cancel()
