@@ -66,9 +66,9 @@
 //	                                                 the volume's block size is the host's
 //	spec.domain.devices.disks[*].lun                 the layout places the volume on a file, not a block device:
 //	                                                 libvirt refuses device='lun' on a file (KubeVirt writes it)
-//	spec.domain.devices.disks[*].shareable           the layout makes the volume a qcow2 image (containerDisk and
-//	                                                 ephemeral overlays, empty disks): libvirt refuses to share
-//	                                                 one (KubeVirt writes it)
+//	spec.domain.devices.disks[*].shareable           not read-only, and the layout makes the volume a qcow2 image
+//	                                                 (containerDisk and ephemeral overlays, empty disks): libvirt
+//	                                                 refuses to share a writable one (KubeVirt writes it)
 //	spec.domain.devices.panicDevices[*].model        pvpanic: Options.HostFacts lacks the pvpanic model
 //	                                                 (libvirt 9.1 added it)
 //	spec.domain.features.hyperv.tlbflush.direct,     Options.HostFacts lacks direct and extended TLB flush
