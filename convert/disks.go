@@ -215,12 +215,13 @@ func (c *converter) disk(b *diskBuilder, i int) (libvirtxml.DomainDisk, error) {
 	if err := c.diskSource(&out, parts, spec, dev, p); err != nil {
 		return out, err
 	}
-	if out.Shareable != nil && out.Driver.Type == "qcow2" {
-		// KubeVirt writes it; libvirt refuses shared access to a qcow2
-		// image (the layout makes containerDisk and ephemeral overlays
-		// and empty disks qcow2 files).
+	if out.Shareable != nil && out.ReadOnly == nil && out.Driver.Type == "qcow2" {
+		// KubeVirt writes it; libvirt refuses shared write access to a
+		// qcow2 image at define (the layout makes containerDisk and
+		// ephemeral overlays and empty disks qcow2 files). A read-only
+		// one it defines and QEMU starts.
 		return out, field.Invalid(p.Child("shareable"), true,
-			fmt.Sprintf("libvirt refuses to share a qcow2 image; %s is one on this host", volumeOfDisk(c, spec.Name)))
+			fmt.Sprintf("libvirt refuses to share a writable qcow2 image; %s is one on this host", volumeOfDisk(c, spec.Name)))
 	}
 
 	out.Driver.ErrorPolicy = string(v1.DiskErrorPolicyStop)

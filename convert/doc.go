@@ -66,9 +66,9 @@
 //	                                                 the volume's block size is the host's
 //	spec.domain.devices.disks[*].lun                 the layout places the volume on a file, not a block device:
 //	                                                 libvirt refuses device='lun' on a file (KubeVirt writes it)
-//	spec.domain.devices.disks[*].shareable           the layout makes the volume a qcow2 image (containerDisk and
-//	                                                 ephemeral overlays, empty disks): libvirt refuses to share
-//	                                                 one (KubeVirt writes it)
+//	spec.domain.devices.disks[*].shareable           not read-only, and the layout makes the volume a qcow2 image
+//	                                                 (containerDisk and ephemeral overlays, empty disks): libvirt
+//	                                                 refuses to share a writable one (KubeVirt writes it)
 //	spec.domain.devices.panicDevices[*].model        pvpanic: Options.HostFacts lacks the pvpanic model
 //	                                                 (libvirt 9.1 added it)
 //	spec.domain.features.hyperv.tlbflush.direct,     Options.HostFacts lacks direct and extended TLB flush
@@ -151,16 +151,34 @@
 // disks only).
 //
 // The domain differs from KubeVirt's, for the same guest, where KubeVirt's
-// form fails libvirt's schema or define: a CPU feature without a policy
-// gets policy="require" and a <clock> without an offset gets offset="utc"
-// (libvirt reads the missing attribute so, and its schema requires it); a
-// disk with io native and no cache gets cache="none" (KubeVirt's
-// virt-launcher sets it on a file system with direct I/O, its converter
-// does not); a USB CD-ROM gets a qemu-xhci controller (KubeVirt
-// writes model none, which libvirt refuses beside a USB device); devices
-// placed on the root complex skip the slots of devices with a PCI address
-// of their own (KubeVirt's placement gives a slot twice, which libvirt
-// refuses).
+// form fails libvirt's schema or define (each checked with
+// virt-xml-validate and virsh define on libvirt 9.0):
+//
+//   - A CPU feature without a policy gets policy="require", in every CPU
+//     mode (libvirt's default for a missing policy; its schema requires
+//     the attribute in a domain's <cpu>).
+//   - A <clock> without an offset gets offset="utc" (libvirt's default;
+//     its schema requires the attribute, and an empty <clock/> fails it).
+//   - A virtiofs filesystem gets accessmode="passthrough": KubeVirt writes
+//     accessMode, which libvirt's schema refuses and its parser ignores, so
+//     KubeVirt's guest gets the default, passthrough, the only mode
+//     virtiofs has.
+//   - A USB CD-ROM gets a qemu-xhci controller: KubeVirt turns USB on for
+//     USB inputs and disks but not CD-ROMs, writes model none, and libvirt
+//     refuses the domain at define ("USB is disabled for this domain, but
+//     USB devices are present").
+//   - A disk with io native and no cache gets cache="none". KubeVirt's
+//     converter writes no cache, which libvirt refuses beside io='native'
+//     at define; its virt-launcher then sets the cache of every disk that
+//     has a host path and none set (SetDriverCacheMode): none where the
+//     file system takes O_DIRECT, writethrough where not (and that one
+//     libvirt refuses with io native too). Convert sets none only where
+//     libvirt needs it, which is where virt-launcher sets none on a host
+//     with direct I/O; the cache of the other disks is left to QEMU's
+//     default, as KubeVirt's converter leaves it.
+//   - Devices placed on the root complex skip the slots of devices with a
+//     PCI address of their own (KubeVirt's placement gives a slot twice,
+//     which libvirt refuses).
 //
 // # Cost
 //

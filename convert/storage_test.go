@@ -428,9 +428,10 @@ func TestSCSIControllerIOThread(t *testing.T) {
 	}
 }
 
-// TestShareableQCOW2 checks that a shareable disk on a qcow2 image (a
-// containerDisk's overlay) is refused at its shareable field: libvirt
-// refuses to share a qcow2 image.
+// TestShareableQCOW2 checks that a shareable writable disk on a qcow2 image
+// (a containerDisk's overlay) is refused at its shareable field, as
+// libvirt refuses to share a writable qcow2 image at define, and that a
+// read-only one converts (libvirt defines it and QEMU starts it).
 func TestShareableQCOW2(t *testing.T) {
 	yes := true
 	vmi := storageVMI(v1.Volume{Name: "root", VolumeSource: v1.VolumeSource{ContainerDisk: &v1.ContainerDiskSource{Image: "x"}}})
@@ -438,4 +439,15 @@ func TestShareableQCOW2(t *testing.T) {
 	c := newConverter(vmi, Options{Layout: KubeVirtLayout{}})
 	d := &libvirtxml.Domain{Devices: &libvirtxml.DomainDeviceList{}}
 	fieldErr(t, c.disks(d), "spec.domain.devices.disks[0].shareable", "qcow2")
+
+	vmi.Spec.Domain.Devices.Disks[0].Disk.ReadOnly = true
+	c = newConverter(vmi, Options{Layout: KubeVirtLayout{}})
+	d = &libvirtxml.Domain{Devices: &libvirtxml.DomainDeviceList{}}
+	if err := c.disks(d); err != nil {
+		t.Fatalf("a read-only shareable qcow2 disk: %v", err)
+	}
+	disk := d.Devices.Disks[0]
+	if disk.Shareable == nil || disk.ReadOnly == nil || disk.Driver == nil || disk.Driver.Type != "qcow2" || disk.Driver.Cache != "none" {
+		t.Fatalf("disk %+v driver %+v, want a shareable read-only qcow2 with cache none", disk, disk.Driver)
+	}
 }

@@ -383,7 +383,7 @@ func (g *gen) diskOptions(d *v1.Disk, dp *field.Path, kind string, bus v1.DiskBu
 	}
 	if kind == "disk" && (d.Cache == "" || d.Cache == v1.CacheNone) && (!qcow2 || g.kv) && g.p(0.05) {
 		d.Shareable = ptr(true)
-		if qcow2 {
+		if qcow2 && !d.Disk.ReadOnly { // libvirt shares a read-only qcow2 image
 			g.beyond(dp.Child("shareable"))
 		}
 	}

@@ -44,11 +44,16 @@ var fixedBugs = map[string]struct{ spec, refused string }{
       disks: [{name: data, io: native, cache: writeback, disk: {bus: virtio}}]
   volumes: [{name: data, emptyDisk: {capacity: 1Gi}}]
 `, "spec.domain.devices.disks[0].cache"},
-	// libvirt refuses to share a qcow2 image (an empty disk is one).
+	// libvirt refuses to share a writable qcow2 image (an empty disk is
+	// one); a read-only one it defines.
 	"shareable qcow2 disk": {`    devices:
       disks: [{name: data, shareable: true, disk: {bus: virtio}}]
   volumes: [{name: data, emptyDisk: {capacity: 1Gi}}]
 `, "spec.domain.devices.disks[0].shareable"},
+	"shareable read-only qcow2 disk": {`    devices:
+      disks: [{name: data, shareable: true, disk: {bus: virtio, readonly: true}}]
+  volumes: [{name: data, emptyDisk: {capacity: 1Gi}}]
+`, ""},
 	"BIOS serial output without a serial console": {`    firmware: {bootloader: {bios: {useSerial: true}}}
     devices: {autoattachSerialConsole: false}
 `, "spec.domain.firmware.bootloader.bios.useSerial"},
