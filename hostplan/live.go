@@ -274,11 +274,6 @@ func (lc *liveComparer) dropDisk(name string) {
 	}
 }
 
-// dropped tells whether the disk called name was taken out of the copies.
-func (lc *liveComparer) dropped(name string) bool {
-	return !specHasDisk(lc.newSpec, name)
-}
-
 // sameVolume makes the old copy's volume called name the new one's: its
 // change is made live.
 func (lc *liveComparer) sameVolume(name string) {

@@ -3,11 +3,13 @@ package hostplan
 import (
 	"strings"
 	"testing"
+	"time"
 
 	"k8s.io/apimachinery/pkg/api/resource"
 	v1 "kubevirt.io/api/core/v1"
 
 	"github.com/vmi2libvirt/vmi2libvirt/convert"
+	"github.com/vmi2libvirt/vmi2libvirt/domain"
 )
 
 // liveBase is a running VMI the live cases change: a virtio disk, a
@@ -264,5 +266,52 @@ func TestReserveRootPorts(t *testing.T) {
 	})
 	if n := count(flat); n != 0 {
 		t.Errorf("%d root ports on the root complex", n)
+	}
+}
+
+// liveRunningXML is a running domain with 4 of 8 vCPUs enabled (2 cores
+// per socket, one thread) and a hot-plugged disk.
+const liveRunningXML = `<domain type='qemu' id='7'>
+  <name>ns_live</name>
+  <memory unit='KiB'>131072</memory>
+  <vcpu placement='static' current='4'>8</vcpu>
+  <os><type arch='x86_64' machine='pc-q35-7.2'>hvm</type></os>
+  <cpu mode='host-model'><topology sockets='4' dies='1' cores='2' threads='1'/></cpu>
+  <devices>
+    <disk type='file' device='disk'>
+      <source file='/srv/vmis/ns_live/disks/extra.qcow2'/>
+      <target dev='vdb' bus='virtio'/>
+      <alias name='ua-extra'/>
+    </disk>
+  </devices>
+</domain>`
+
+// TestLiveStatus: a running domain's hot-plugged volumes are Ready in
+// status.volumeStatus with hotplugVolume and their target; its enabled
+// vCPUs make status.currentCPUTopology; its memory status.memory.
+func TestLiveStatus(t *testing.T) {
+	d, err := domain.Unmarshal([]byte(liveRunningXML))
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := Snapshot{Obs: domain.Observation{Defined: true, State: domain.StateRunning, Started: true}, Domain: d,
+		Marks: &Marks{Owner: "o", VMI: VMIRef{Namespace: "ns", Name: "live"}, Hotplugged: []string{"extra"}}}
+	st := Status(s, v1.VirtualMachineInstanceStatus{}, v1.Running, nil, time.Now())
+	if len(st.VolumeStatus) != 1 {
+		t.Fatalf("volumeStatus %+v", st.VolumeStatus)
+	}
+	vs := st.VolumeStatus[0]
+	if vs.Name != "extra" || vs.Phase != v1.VolumeReady || vs.HotplugVolume == nil || vs.Target != "vdb" {
+		t.Errorf("volume status %+v", vs)
+	}
+	if c := st.CurrentCPUTopology; c == nil || c.Sockets != 2 || c.Cores != 2 || c.Threads != 1 {
+		t.Errorf("currentCPUTopology %+v, want 2 sockets of 2 cores", c)
+	}
+	if m := st.Memory; m == nil || m.GuestAtBoot.String() != "128Mi" || m.GuestCurrent.String() != "128Mi" {
+		t.Errorf("memory %+v", m)
+	}
+	s.Obs.State = domain.StateShutoff
+	if off := Status(s, st, v1.Running, nil, time.Now()); off.CurrentCPUTopology != nil || off.Memory != nil {
+		t.Errorf("a domain that is off: %+v, %+v", off.CurrentCPUTopology, off.Memory)
 	}
 }
