@@ -83,8 +83,9 @@ type Live struct {
 	// HostLacks lists the changes this host's libvirt cannot make at all
 	// (a host fact: a restart does not help), at their field paths.
 	HostLacks field.ErrorList
-	// Hotplugged are the volumes the new spec has that the boot spec
-	// lacked (attached live), in the order of the new spec.
+	// Hotplugged are the volumes whose disks the operations attach, in
+	// the order of the new spec (the launcher adds them to those its
+	// marks record: Marks.Hotplugged).
 	Hotplugged []string
 }
 
