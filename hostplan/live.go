@@ -83,9 +83,10 @@ type Live struct {
 	// HostLacks lists the changes this host's libvirt cannot make at all
 	// (a host fact: a restart does not help), at their field paths.
 	HostLacks field.ErrorList
-	// Hotplugged are the volumes whose disks the operations attach, in
-	// the order of the new spec (the launcher adds them to those its
-	// marks record: Marks.Hotplugged).
+	// Hotplugged are the volumes whose disks the operations attach, or
+	// that the running domain has although the spec it ran lacked them (a
+	// launcher died before recording them), in the order of the new spec;
+	// the launcher adds them to those its marks record (Marks.Hotplugged).
 	Hotplugged []string
 }
 
@@ -197,7 +198,8 @@ func (lc *liveComparer) disks(old, cur *libvirtxml.DomainDeviceList) error {
 				"only disks on the virtio or scsi bus are hot-plugged: this one needs a restart of the VMI"))
 			lc.dropDisk(d.Name)
 		case od != nil && !specHasDisk(lc.was, d.Name):
-			lc.dropDisk(d.Name) // attached, not recorded
+			lc.live.Hotplugged = append(lc.live.Hotplugged, d.Name) // attached, not recorded
+			lc.dropDisk(d.Name)
 		case od != nil && nd.Device == "cdrom" && od.Device == "cdrom" && !reflect.DeepEqual(od.Source, nd.Source):
 			upd := *od
 			upd.Source, upd.Driver = nd.Source, nd.Driver

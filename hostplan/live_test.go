@@ -191,8 +191,8 @@ func TestLiveChangesConverge(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if live.Changed() {
-		t.Errorf("attached already: %+v", live)
+	if live.Changed() || len(live.Hotplugged) != 1 || live.Hotplugged[0] != "extra" {
+		t.Errorf("attached already: %+v, want no change, extra hot-plugged", live)
 	}
 	live, err = LiveChanges(old.Domain, &added.VMI.Spec, old, nil)
 	if err != nil {

@@ -11,6 +11,7 @@ import (
 	"log/slog"
 	"os"
 	"regexp"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -21,6 +22,7 @@ import (
 	"libvirt.org/go/libvirt"
 
 	"github.com/vmi2libvirt/vmi2libvirt/convert"
+	"github.com/vmi2libvirt/vmi2libvirt/hostplan"
 	"github.com/vmi2libvirt/vmi2libvirt/launcher"
 	"github.com/vmi2libvirt/vmi2libvirt/testkit/streamtest"
 	"github.com/vmi2libvirt/vmi2libvirt/testkit/testguest"
@@ -154,7 +156,8 @@ func withoutDisk(v *v1.VirtualMachineInstance, name string) *v1.VirtualMachineIn
 // asks the guest after each change: a virtio disk and a SCSI disk
 // hot-added are listed with their serials and sizes (and Ready in
 // status.volumeStatus); one removed is gone, and a restarted launcher does
-// not bring it back; a second NIC hot-added shows its MAC; its link set
+// not bring it back; a launcher that died between an attach and the marks
+// leaves the next one nothing to attach twice; a second NIC hot-added shows its MAC; its link set
 // down, no carrier; vCPUs 1 → 3 are onlined by the guest
 // (status.currentCPUTopology); changes that need a restart are refused
 // with their field paths, and the guest is untouched.
@@ -231,6 +234,55 @@ func TestE2ELiveChanges(t *testing.T) {
 			t.Errorf("definition (flags %d) after the detach: ua-hotvirtio %v, ua-hotscsi %v", flags,
 				strings.Contains(x, "ua-hotvirtio"), strings.Contains(x, "ua-hotscsi"))
 		}
+	}
+
+	// A launcher that dies between an attach and the marks: the next Sync
+	// finds the disk there, attaches nothing twice and records it; Syncs
+	// after it write nothing.
+	raw, err := dom.GetMetadata(libvirt.DOMAIN_METADATA_ELEMENT, hostplan.MetadataNS, libvirt.DOMAIN_AFFECT_LIVE)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := hostplan.ParseMarks(raw)
+	if err != nil || m == nil {
+		t.Fatalf("marks %q: %v", raw, err)
+	}
+	marks, err := m.Element()
+	if err != nil {
+		t.Fatal(err)
+	}
+	spec = withDisk(spec, "hotagain", v1.DiskBusVirtio, "16Mi")
+	if err := e.l.Sync(ctx, spec); err != nil {
+		t.Fatalf("Sync with hotagain: %v", err)
+	}
+	if err := dom.SetMetadata(libvirt.DOMAIN_METADATA_ELEMENT, marks, hostplan.MetadataPrefix, hostplan.MetadataNS,
+		libvirt.DOMAIN_AFFECT_LIVE|libvirt.DOMAIN_AFFECT_CONFIG); err != nil {
+		t.Fatal(err)
+	}
+	if live, err := again.l.LiveChanges(ctx, spec); err != nil || live == nil || len(live.Ops) != 0 || !live.Applicable() {
+		t.Fatalf("live changes with the disk attached, not recorded: %+v (%v)", live, err)
+	}
+	if err := again.l.Sync(ctx, spec); err != nil {
+		t.Fatalf("Sync after the lost marks: %v", err)
+	}
+	out, _ = g.until(listDisks, time.Minute, func(s string) bool { return hasDisk(s, "hotagain", 16<<20) })
+	if n := strings.Count(out, "serial=hotagain"); n != 1 {
+		t.Errorf("the guest lists hotagain %d times:\n%s", n, out)
+	}
+	if st, err := again.l.Status(ctx, spec); err != nil || !slices.ContainsFunc(st.VolumeStatus, func(vs v1.VolumeStatus) bool {
+		return vs.Name == "hotagain" && vs.Phase == v1.VolumeReady
+	}) {
+		t.Errorf("after the lost marks: volumeStatus %+v (%v)", st.VolumeStatus, err)
+	}
+	time.Sleep(time.Second) // the events of the marks' write have arrived
+	plans = launcher.Plans(again.l)
+	for range 3 {
+		if err := again.l.Sync(ctx, spec); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if n := launcher.Plans(again.l) - plans; n > 1 {
+		t.Errorf("3 Syncs of the changed VMI, as it runs now, made %d plans, want at most 1", n)
 	}
 
 	// A second NIC, then its link down.

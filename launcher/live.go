@@ -105,13 +105,16 @@ func (l *Launcher) liveChanges(ctx context.Context, dom *libvirt.Domain, plan *P
 }
 
 // applyLive makes the live changes of plan in st's running domain, whose
-// marks record another hash. done is false when there is nothing to
-// compare (no spec recorded) or the spec did not change: the caller goes
-// on as before (defines the new plan's domain).
+// marks record another hash, and records the new plan in its marks —
+// also when there is nothing to change (the domain already is as planned:
+// a launcher died before recording it; or only the host's side of the
+// plan changed): a running domain is not defined again. done is false
+// when there is nothing to compare (no spec recorded): the caller goes on
+// as before.
 func (l *Launcher) applyLive(ctx context.Context, st *vmiState, plan *Plan, marks *hostplan.Marks) (done bool, err error) {
 	err = l.onDomain(ctx, st.name, func(dom *libvirt.Domain) error {
 		live, err := l.liveChanges(ctx, dom, plan)
-		if err != nil || live == nil || !live.Changed() {
+		if err != nil || live == nil {
 			return err
 		}
 		done = true
