@@ -30,11 +30,11 @@ const (
 //	  <vmi namespace="default" name="tiny" uid="…" grace="30"/>
 //	  <hash>…</hash>                                     SHA-256 of the domain's XML without its metadata
 //	  <image field="spec.volumes[0].containerDisk.image" ref="…" digest="sha256:…"/>
-//	  <spec>{…}</spec>                                   the spec it runs, as JSON
-//	  <hotplugged><volume>…</volume></hotplugged>        volumes attached while it runs
 //	  <started at="…" pending="true"/>                   set before the first start
 //	  <shutdown requested="…" deadline="…"/>             a graceful shutdown is under way
 //	  <ended phase="Succeeded" reason="GuestShutdown" at="…"/>
+//	  <spec>{…}</spec>                                   the spec it runs, as JSON
+//	  <hotplugged><volume>…</volume></hotplugged>        volumes attached while it runs
 //	</vmi2libvirt:launcher>
 //
 // A plan's marks are the first four: who owns the domain, which VMI it
@@ -44,20 +44,23 @@ const (
 // the start, and confirmed after it; a pending mark on a domain that is not
 // running, found by a launcher that did not write it, means a launcher died
 // while starting: the VMI has ended (Failed), it is not started again.
+// A plan's marks also hold its spec; live changes (hostplan.LiveChanges)
+// replace it, with the hash, and add the volumes they attached.
 type Marks struct {
-	XMLName xml.Name   `xml:"https://github.com/vmi2libvirt/vmi2libvirt/launcher launcher"`
-	Owner   string     `xml:"owner"`
-	VMI     VMIRef     `xml:"vmi"`
-	Hash    string     `xml:"hash"`
-	Images  []ImageUse `xml:"image"`
+	XMLName  xml.Name   `xml:"https://github.com/vmi2libvirt/vmi2libvirt/launcher launcher"`
+	Owner    string     `xml:"owner"`
+	VMI      VMIRef     `xml:"vmi"`
+	Hash     string     `xml:"hash"`
+	Images   []ImageUse `xml:"image"`
+	Started  *Started   `xml:"started"`
+	Shutdown *Shutdown  `xml:"shutdown"`
+	Ended    *Ended     `xml:"ended"`
+
 	// Spec is the VMI's spec the domain runs, as JSON (SpecMark): what a
 	// new spec is compared with (LiveChanges). Hotplugged are the volumes
 	// attached to the running domain (see live.go).
-	Spec       string    `xml:"spec,omitempty"`
-	Hotplugged []string  `xml:"hotplugged>volume,omitempty"`
-	Started    *Started  `xml:"started"`
-	Shutdown   *Shutdown `xml:"shutdown"`
-	Ended      *Ended    `xml:"ended"`
+	Spec       string   `xml:"spec,omitempty"`
+	Hotplugged []string `xml:"hotplugged>volume,omitempty"`
 }
 
 // VMIRef is the VMI a domain runs, and its termination grace period in
