@@ -124,7 +124,8 @@ func (l *Launcher) applyLive(ctx context.Context, st *vmiState, plan *Plan, mark
 		for _, op := range live.Ops {
 			began := time.Now()
 			if err := liveOp(dom, op); err != nil {
-				return &HostError{VMI: st.key(), Err: field.Invalid(op.Field, op.Name, wrapErr(err, "%s", op.Kind).Error())}
+				// What was made stays: the next Sync compares with it.
+				return &HostError{VMI: st.key(), Err: wrapErr(err, "%s", op)}
 			}
 			l.log.Info("live change made", "vmi", st.key(), "change", op.String(), "took", time.Since(began))
 		}
