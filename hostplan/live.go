@@ -200,7 +200,7 @@ func (lc *liveComparer) disks(old, cur *libvirtxml.DomainDeviceList) error {
 		case od != nil && !specHasDisk(lc.was, d.Name):
 			lc.live.Hotplugged = append(lc.live.Hotplugged, d.Name) // attached, not recorded
 			lc.dropDisk(d.Name)
-		case od != nil && nd.Device == "cdrom" && od.Device == "cdrom" && !reflect.DeepEqual(od.Source, nd.Source):
+		case od != nil && nd.Device == "cdrom" && od.Device == "cdrom" && mediumOf(od) != mediumOf(nd):
 			upd := *od
 			upd.Source, upd.Driver = nd.Source, nd.Driver
 			if err := lc.op(LiveOp{Kind: ChangeMedia, Field: disksPath.Index(i), Name: d.Name}, &upd); err != nil {
@@ -228,6 +228,21 @@ func (lc *liveComparer) disks(old, cur *libvirtxml.DomainDeviceList) error {
 		}
 	}
 	return nil
+}
+
+// mediumOf is the file or block device in a drive: what a CD-ROM's change
+// of medium compares (libvirt's live XML adds to a source what a plan
+// does not write, its index).
+func mediumOf(d *libvirtxml.DomainDisk) string {
+	switch s := d.Source; {
+	case s == nil:
+		return ""
+	case s.File != nil:
+		return "file:" + s.File.File
+	case s.Block != nil:
+		return "block:" + s.Block.Dev
+	}
+	return ""
 }
 
 // op appends o with the XML of device dev.

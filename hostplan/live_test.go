@@ -315,3 +315,22 @@ func TestLiveStatus(t *testing.T) {
 		t.Errorf("a domain that is off: %+v, %+v", off.CurrentCPUTopology, off.Memory)
 	}
 }
+
+// TestLiveChangesLibvirtSources: what libvirt adds to a running domain's
+// disk sources (their index) is no change of a CD-ROM's medium.
+func TestLiveChangesLibvirtSources(t *testing.T) {
+	p := livePlan(t, nil)
+	running, err := domain.Unmarshal(p.XML)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range running.Devices.Disks {
+		if s := running.Devices.Disks[i].Source; s != nil {
+			s.Index = uint(i + 1)
+		}
+	}
+	live, err := LiveChanges(running, &p.VMI.Spec, p, nil)
+	if err != nil || live.Changed() {
+		t.Errorf("unchanged spec, libvirt's indices: %+v (%v)", live, err)
+	}
+}
