@@ -34,15 +34,19 @@ const (
 //	  <shutdown requested="…" deadline="…"/>             a graceful shutdown is under way
 //	  <ended phase="Succeeded" reason="GuestShutdown" at="…"/>
 //	  <migration role="source" source="node01" target="node02" start="…"/>   see Migration
+//	  <spec>{…}</spec>                                   the spec it runs, as JSON
+//	  <hotplugged><volume>…</volume></hotplugged>        volumes attached while it runs
 //	</vmi2libvirt:launcher>
 //
 // A plan's marks are the first four: who owns the domain, which VMI it
 // runs, what was converted and from which images. The launcher adds the
-// last three as the domain runs. A VMI runs at most once: a domain with a
+// others (started, shutdown, ended, migration) as the domain runs. A VMI runs at most once: a domain with a
 // started mark is never started again. The mark is written, pending, before
 // the start, and confirmed after it; a pending mark on a domain that is not
 // running, found by a launcher that did not write it, means a launcher died
 // while starting: the VMI has ended (Failed), it is not started again.
+// A plan's marks also hold its spec; live changes (hostplan.LiveChanges)
+// replace it, with the hash, and add the volumes they attached.
 type Marks struct {
 	XMLName  xml.Name   `xml:"https://github.com/vmi2libvirt/vmi2libvirt/launcher launcher"`
 	Owner    string     `xml:"owner"`
@@ -54,6 +58,12 @@ type Marks struct {
 	Ended    *Ended     `xml:"ended"`
 	// Migration is the last live migration of the domain (migration.go).
 	Migration *Migration `xml:"migration"`
+
+	// Spec is the VMI's spec the domain runs, as JSON (SpecMark): what a
+	// new spec is compared with (LiveChanges). Hotplugged are the volumes
+	// attached to the running domain (see live.go).
+	Spec       string   `xml:"spec,omitempty"`
+	Hotplugged []string `xml:"hotplugged>volume,omitempty"`
 }
 
 // VMIRef is the VMI a domain runs, and its termination grace period in

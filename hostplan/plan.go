@@ -78,6 +78,7 @@ func Make(req *Request, host Host, in Inputs) (*Plan, error) {
 	if errs := socketPathErrors(d, v.Name); len(errs) > 0 {
 		return nil, &pipeline.InvalidError{Kind: api.KindVMI, Stage: "artifacts", Errors: errs}
 	}
+	reserveRootPorts(d, v)
 	pl := &planner{vmi: v, layout: layout, in: in, qemu: host.QEMU, folders: map[string]bool{}}
 	if err := pl.artifacts(); err != nil {
 		var fe *field.Error
@@ -99,6 +100,9 @@ func Make(req *Request, host Host, in Inputs) (*Plan, error) {
 		VMI:    VMIRef{Namespace: vmiNamespace(v), Name: v.Name, UID: v.UID, Grace: int64(GracePeriod(v) / time.Second)},
 		Hash:   p.Hash,
 		Images: uses,
+	}
+	if p.Marks.Spec, err = SpecMark(v); err != nil {
+		return nil, err
 	}
 	el, err := p.Marks.Element()
 	if err != nil {

@@ -182,6 +182,7 @@ func Status(s Snapshot, prev v1.VirtualMachineInstanceStatus, from v1.VirtualMac
 		st.Interfaces = interfaceStatuses(s)
 	}
 	st.VolumeStatus = volumeStatuses(s)
+	liveStatus(s, &st)
 	if s.GuestOS != nil {
 		st.GuestOSInfo = *s.GuestOS
 	}

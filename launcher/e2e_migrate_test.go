@@ -80,22 +80,24 @@ func migrationVMI(t *testing.T, base, hostDisk string) *v1.VirtualMachineInstanc
 	return vmi
 }
 
-// guestShell is the test guest's console shell, through one launcher.
-type guestShell struct {
+// consoleShell is the test guest's console shell, through one launcher,
+// asked for one line at a time (guestShell, of the live tests, gives whole
+// answers).
+type consoleShell struct {
 	t   *testing.T
 	rw  io.ReadWriteCloser
 	out *streamtest.Transcript
 	at  int
 }
 
-func openShell(t *testing.T, l *launcher.Launcher, vmi *v1.VirtualMachineInstance) *guestShell {
+func openShell(t *testing.T, l *launcher.Launcher, vmi *v1.VirtualMachineInstance) *consoleShell {
 	t.Helper()
 	rw, err := l.Console(context.Background(), vmi, launcher.ConsoleOptions{Force: true})
 	if err != nil {
 		t.Fatalf("Console: %v", err)
 	}
 	t.Cleanup(func() { rw.Close() })
-	return &guestShell{t: t, rw: rw, out: streamtest.ReadAll(rw)}
+	return &consoleShell{t: t, rw: rw, out: streamtest.ReadAll(rw)}
 }
 
 var askCount struct {
@@ -105,7 +107,7 @@ var askCount struct {
 
 // ask types cmd (a shell command printing one line) and returns the line
 // it printed.
-func (s *guestShell) ask(cmd string) string {
+func (s *consoleShell) ask(cmd string) string {
 	s.t.Helper()
 	askCount.Lock()
 	askCount.n++
@@ -129,7 +131,7 @@ type guestFacts struct {
 	mac    string
 }
 
-func (s *guestShell) facts() guestFacts {
+func (s *consoleShell) facts() guestFacts {
 	s.t.Helper()
 	f := strings.Fields(s.ask("cat /proc/sys/kernel/random/boot_id /proc/uptime /sys/class/net/eth0/address"))
 	if len(f) != 4 {

@@ -16,6 +16,7 @@ import (
 //	ErrHostNotReady  the host lacks something the VMI needs: retry later
 //	ErrUnavailable   libvirt cannot be reached: retry soon
 //	ErrConflict      the domain is not this launcher's to change: report it
+//	ErrRestartRequired  a running VMI's spec changed in a way only a restart applies (live.go)
 //
 // None of them needs the cgo binding: errors.As(err, &*LibvirtError) gives
 // libvirt's code and message, and errors.As(err, &*libvirt.Error) still

@@ -157,6 +157,11 @@ func (l *Launcher) apply(ctx context.Context, st *vmiState, plan *Plan, vmi *v1.
 	if cur.exists {
 		m = m.WithRun(cur.marks)
 	}
+	if liveReady(cur, m) {
+		if done, err := l.applyLive(ctx, st, plan, cur.marks); done || err != nil {
+			return err // the spec changed while it runs (live.go)
+		}
+	}
 	changed := false
 	if !cur.exists || cur.marks.Hash != m.Hash || cur.marks.VMI != m.VMI {
 		if err := l.define(ctx, plan, m); err != nil {

@@ -48,28 +48,11 @@ write nothing.`,
   vmi2libvirt run --dry-run --emulate vmi.yaml`,
 		Args: exactArgs(1, "FILE"),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			file, data, err := readFile(args[0], cmd.InOrStdin())
+			doc, decoded, fail, err := oneVMI(cmd, args[0], namespace, "run")
 			if err != nil {
 				return err
 			}
-			docs := splitDocuments(file, data)
-			if len(docs) != 1 {
-				return usageErrorf("%s: %s: run takes one VMI", args[0], countDocuments(docs))
-			}
-			doc := docs[0]
-			fail := &failures{w: cmd.ErrOrStderr()}
-			decoded, err := api.DecodeDocument(doc.data)
-			if err != nil {
-				fail.problems(problemsOf(doc, err), exitInvalid)
-				return fail.err()
-			}
 			vmi := decoded.VMI
-			switch {
-			case vmi.Namespace == "":
-				vmi.Namespace = namespace
-			case cmd.Flags().Changed("namespace") && vmi.Namespace != namespace:
-				return usageErrorf("-n %s, but %s says namespace %s", namespace, doc.where(doc.line), vmi.Namespace)
-			}
 			return lf.run(cmd, emulate, func(ctx context.Context, l *launcher.Launcher) error {
 				if dryRun {
 					plan, err := l.Plan(ctx, vmi)

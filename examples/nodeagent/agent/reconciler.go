@@ -117,6 +117,11 @@ func (r *vmiReconciler) run(ctx context.Context, vmi *v1.VirtualMachineInstance)
 		return ignoreStale(r.report(ctx, vmi, v1.VirtualMachineInstanceStatus{}, syncResult{Err: err, Refused: true}))
 	case errors.Is(err, launcher.ErrConflict):
 		result.RequeueAfter = conflictRetry
+	case errors.Is(err, launcher.ErrRestartRequired):
+		// Permanent for this spec: the domain runs on as it was, the
+		// fields that need a restart are in the Synchronized condition
+		// (kept: the VMI is not recorded as synced), and it is not
+		// retried with backoff.
 	default: // ErrHostNotReady, ErrUnavailable, a deadline: retried with backoff
 		retry = err
 	}

@@ -62,7 +62,8 @@ type syncResult struct {
 // desiredStatus is the status the agent writes for a VMI whose status is
 // cur, when the launcher reports observed for it: cur with the parts the
 // agent owns (phase and reason, phase transitions, the conditions of
-// ownedConditions, nodeName, interfaces, guest OS, volumes, machine)
+// ownedConditions, nodeName, interfaces, guest OS, volumes, machine, the
+// vCPU topology and memory it runs with)
 // taken from observed, and the Synchronized condition from sync. now
 // stamps what changes. The rules:
 //
@@ -119,6 +120,8 @@ func desiredStatus(cur, observed v1.VirtualMachineInstanceStatus, node string, s
 	out.Interfaces = observed.Interfaces
 	out.GuestOSInfo = observed.GuestOSInfo
 	out.VolumeStatus = observed.VolumeStatus
+	out.CurrentCPUTopology = observed.CurrentCPUTopology
+	out.Memory = observed.Memory
 	if observed.Machine != nil {
 		out.Machine = observed.Machine
 	}
