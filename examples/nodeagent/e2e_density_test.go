@@ -34,9 +34,11 @@ const (
 	densityAgents = 4
 	// densityInterval is KubeVirt's: one VMI created every 100 ms.
 	densityInterval = 100 * time.Millisecond
-	// densityWritesPerVMI is the most writes (POST, PUT, PATCH, DELETE, of
-	// any resource) per VMI the API server may count between the first
-	// creation and the last VMI Running, the test's own creations included.
+	// densityWritesPerVMI is the most writes of VMIs (POST, PUT, PATCH,
+	// refused ones too; what KubeVirt's density test counts as its
+	// scalability figures) per VMI the API server may count between the
+	// first creation and the last VMI Running, the test's own creations
+	// included. Events are counted and printed beside them.
 	densityWritesPerVMI = 4.0
 )
 
@@ -48,7 +50,8 @@ const (
 // prints p50 and p95 of that time, each agent's CPU seconds and peak RSS
 // per VMI, and the API server's own request counts
 // (apiserver_request_total by verb and resource) per VMI over the same
-// span, and fails when the writes per VMI exceed densityWritesPerVMI.
+// span, and fails when the writes of VMIs per VMI exceed
+// densityWritesPerVMI.
 //
 //	(cd examples/nodeagent && go test -count=1 -run TestDensity -v -density.n 100)
 //	(cd examples/nodeagent && go test -count=1 -run TestDensity -v -density.boot)
@@ -143,7 +146,7 @@ func TestDensity(t *testing.T) {
 		cpu-cpu0, (cpu-cpu0)*1000/float64(n), float64(rss)/float64(len(agents))/(1<<20), float64(rss-rss0)/float64(n)/(1<<20))
 	t.Logf("density: libvirtd's CPU %.2f s (%.1f ms per VMI); the VMIs' QEMU processes' CPU %.2f s (%.1f ms per VMI)",
 		libvirtd, libvirtd*1000/float64(n), qemu, qemu*1000/float64(n))
-	writes := 0.0
+	writes, vmiWrites := 0.0, 0.0
 	var lines []string
 	for k, v := range requests {
 		d := v - requests0[k]
@@ -152,14 +155,18 @@ func TestDensity(t *testing.T) {
 		}
 		if k.write() {
 			writes += d
+			if k.resource == "virtualmachineinstances" {
+				vmiWrites += d
+			}
 		}
 		lines = append(lines, fmt.Sprintf("%-8s %-32s %s %7.0f  %6.2f/VMI", k.verb, k.resource, k.code, d, d/float64(n)))
 	}
 	slices.Sort(lines)
 	t.Logf("density: API requests from the first creation to the last Running (apiserver_request_total):\n%s", strings.Join(lines, "\n"))
-	t.Logf("density: %.2f writes per VMI (goal ≤ %.0f)", writes/float64(n), densityWritesPerVMI)
-	if got := writes / float64(n); got > densityWritesPerVMI {
-		t.Errorf("%.2f writes per VMI, want at most %.0f", got, densityWritesPerVMI)
+	t.Logf("density: %.2f writes of VMIs per VMI (goal ≤ %.0f); %.2f writes of any resource per VMI",
+		vmiWrites/float64(n), densityWritesPerVMI, writes/float64(n))
+	if got := vmiWrites / float64(n); got > densityWritesPerVMI {
+		t.Errorf("%.2f writes of VMIs per VMI, want at most %.0f", got, densityWritesPerVMI)
 	}
 
 	for i := range n {

@@ -40,8 +40,16 @@ func (r *statusReconciler) Reconcile(ctx context.Context, req reconcile.Request)
 		return reconcile.Result{}, nil
 	}
 	observed, ok := r.view.status(req.NamespacedName, vmi.UID)
-	if !ok || observed.Phase == v1.Pending {
+	switch {
+	case !ok || observed.Phase == v1.Pending:
 		return reconcile.Result{}, nil // no domain (yet, or any more): vmiReconciler's to judge
+	case observed.Phase == v1.Scheduled:
+		// Defined, not started: the Sync that defined it is under way and
+		// starts it next, or fails and reports. vmiReconciler wrote
+		// Scheduled when it took the VMI; writing the defined domain's
+		// conditions now would be one more write per VMI, overwritten a
+		// moment later by Running.
+		return reconcile.Result{}, nil
 	}
 	return ignoreStale(r.report(ctx, &vmi, observed, syncResult{Unknown: true}))
 }
