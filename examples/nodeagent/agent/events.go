@@ -25,8 +25,8 @@ var phaseEvents = map[v1.VirtualMachineInstancePhase]eventSpec{
 
 // The other Events the agent records.
 var (
-	// eventCreated: the first successful Sync of a Scheduled VMI by this
-	// agent defined its domain (virt-handler's Created).
+	// eventCreated: the VMI's domain was defined (virt-handler's
+	// Created), as the launcher's Watch reports it.
 	eventCreated = eventSpec{k8sv1.EventTypeNormal, v1.Created.String(), "VirtualMachineInstance defined."}
 	// eventSyncFailed: the launcher could not bring the VMI to its spec;
 	// the message is its error (for a refused VMI, every field error with

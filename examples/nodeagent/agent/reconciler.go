@@ -126,13 +126,9 @@ func (r *vmiReconciler) run(ctx context.Context, vmi *v1.VirtualMachineInstance,
 		}
 	}
 
-	first := !r.synced.has(vmi)
 	err := r.sync(ctx, vmi)
 	if err == nil {
 		r.synced.record(vmi)
-		if first && vmi.Status.Phase == v1.Scheduled {
-			r.record(vmi, eventCreated, "")
-		}
 		if took && syncFailure(vmi.Status) == nil {
 			return reconcile.Result{}, nil
 		}

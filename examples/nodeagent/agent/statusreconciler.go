@@ -36,7 +36,7 @@ func (r *statusReconciler) Reconcile(ctx context.Context, req reconcile.Request)
 	if err := r.client.Get(ctx, req.NamespacedName, &vmi); err != nil {
 		return reconcile.Result{}, client.IgnoreNotFound(err)
 	}
-	if vmi.DeletionTimestamp != nil || domain.IsFinal(vmi.Status.Phase) || !controllerutil.ContainsFinalizer(&vmi, Finalizer) {
+	if vmi.DeletionTimestamp != nil || domain.IsFinal(vmi.Status.Phase) {
 		return reconcile.Result{}, nil
 	}
 	observed, ok := r.view.status(req.NamespacedName, vmi.UID)
@@ -44,11 +44,15 @@ func (r *statusReconciler) Reconcile(ctx context.Context, req reconcile.Request)
 	case !ok || observed.Phase == v1.Pending:
 		return reconcile.Result{}, nil // no domain (yet, or any more): vmiReconciler's to judge
 	case observed.Phase == v1.Scheduled:
-		// Defined, not started: the Sync that defined it is under way and
-		// starts it next, or fails and reports. vmiReconciler wrote
-		// Scheduled when it took the VMI; writing the defined domain's
-		// conditions now would be one more write per VMI, overwritten a
-		// moment later by Running.
+		// Defined, not started: the Sync that defined it (vmiReconciler
+		// took the VMI first, so the cache may not show its finalizer
+		// yet) is under way and starts it next, or fails and reports.
+		// vmiReconciler wrote Scheduled when it took the VMI; writing the
+		// defined domain's conditions now would be one more write per
+		// VMI, overwritten a moment later by Running.
+		r.record(&vmi, eventCreated, "")
+		return reconcile.Result{}, nil
+	case !controllerutil.ContainsFinalizer(&vmi, Finalizer):
 		return reconcile.Result{}, nil
 	}
 	return ignoreStale(r.report(ctx, &vmi, observed, syncResult{Unknown: true}))
