@@ -49,8 +49,9 @@
 // Two controllers share the work. The runner ("vmi", 10 workers as
 // virt-handler's) takes the API server's events of the node's VMIs: it
 // takes a VMI with its finalizer and the phase Scheduled in one patch,
-// calls Sync, Shutdown and Delete, and reports their outcome. The status writer ("vmi-status") takes the launcher's Watch
-// channel through controller-runtime's source.Channel and writes what
+// calls Sync, Shutdown and Delete, and reports their outcome. The status
+// writer ("vmi-status") takes the launcher's Watch channel through
+// controller-runtime's source.Channel and writes what
 // libvirt reports as it reports it: status follows libvirt's events,
 // without polling, and never waits behind a Sync (libvirt says a guest
 // runs well before its start call returns). The runner gets libvirt's

@@ -22,7 +22,8 @@ import (
 // It writes only VMIs that vmiReconciler has taken (they carry the
 // finalizer) and that live; it keeps their Synchronized condition as it
 // is (it does not sync) and leaves a VMI without a domain to
-// vmiReconciler. The two write with preconditions: when both write at
+// vmiReconciler, and a domain defined but not started to the Sync under
+// way (it records the Created Event). The two write with preconditions: when both write at
 // once, one is refused and its VMI comes back through the other's event.
 type statusReconciler struct {
 	*writer
