@@ -241,43 +241,15 @@ func (b planBuilder) plan(t reflect.Type) *directPlan {
 // structs) gets an unsupported plan: encoding/json's rules for which one
 // wins are not repeated here.
 func (b planBuilder) collect(t reflect.Type, prefix []int, fields map[string]directField) {
-	var embedded []int
-	for i := range t.NumField() {
-		f := t.Field(i)
-		tag := f.Tag.Get("json")
-		if tag == "-" {
-			continue
-		}
-		name, _, _ := strings.Cut(tag, ",")
-		if f.Anonymous && name == "" {
-			if f.Type.Kind() == reflect.Struct {
-				embedded = append(embedded, i)
-				continue
-			}
-			if f.Type.Kind() == reflect.Pointer && f.Type.Elem().Kind() == reflect.Struct && f.IsExported() {
-				embedded = append(embedded, i) // allocated when a field of it is set
-				continue
-			}
-		}
-		if !f.IsExported() {
-			continue
-		}
-		if name == "" {
-			name = f.Name
-		}
-		b.add(fields, name, directField{index: append(copyIndex(prefix), i), plan: b.plan(f.Type)})
-	}
-	for _, i := range embedded {
+	walkJSONFields(t, func(name string, i int, ft reflect.Type) {
+		b.add(fields, name, directField{index: append(copyIndex(prefix), i), plan: b.plan(ft)})
+	}, func(i int, et reflect.Type) {
 		promoted := map[string]directField{}
-		et := t.Field(i).Type
-		if et.Kind() == reflect.Pointer {
-			et = et.Elem()
-		}
 		b.collect(et, append(copyIndex(prefix), i), promoted)
 		for name, f := range promoted {
 			b.add(fields, name, f)
 		}
-	}
+	})
 }
 
 // add adds a field, making a name given twice unsupported.

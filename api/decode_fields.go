@@ -45,7 +45,29 @@ func fieldsOf(t reflect.Type) structFields {
 // then those promoted from embedded structs, so that (as in encoding/json)
 // a shallower field wins over a promoted one of the same name.
 func collectFields(t reflect.Type, into structFields) {
-	var embedded []reflect.Type
+	keep := func(name string, ft reflect.Type) {
+		if _, dup := into[name]; !dup {
+			into[name] = ft
+		}
+	}
+	walkJSONFields(t, func(name string, _ int, ft reflect.Type) { keep(name, ft) }, func(_ int, et reflect.Type) {
+		promoted := structFields{}
+		collectFields(et, promoted)
+		for name, ft := range promoted {
+			keep(name, ft)
+		}
+	})
+}
+
+// walkJSONFields is the one walk of a struct's JSON fields, which the
+// field table (collectFields) and the direct decoder's plans
+// (planBuilder.collect) share: it calls named for each field of struct t
+// that encoding/json names (its tag's name, else its Go name; "-" and
+// unexported fields skipped), with its index, then embedded for each
+// embedded struct without a tag name (a struct, or an exported pointer to
+// one), with its index and the struct type, whose fields are promoted.
+func walkJSONFields(t reflect.Type, named func(name string, i int, ft reflect.Type), embedded func(i int, et reflect.Type)) {
+	var promoted []int
 	for i := range t.NumField() {
 		f := t.Field(i)
 		tag := f.Tag.Get("json")
@@ -54,12 +76,9 @@ func collectFields(t reflect.Type, into structFields) {
 		}
 		name, _, _ := strings.Cut(tag, ",")
 		if f.Anonymous && name == "" {
-			et := f.Type
-			for et.Kind() == reflect.Pointer {
-				et = et.Elem()
-			}
-			if et.Kind() == reflect.Struct {
-				embedded = append(embedded, et)
+			k := f.Type.Kind()
+			if k == reflect.Struct || k == reflect.Pointer && f.Type.Elem().Kind() == reflect.Struct && f.IsExported() {
+				promoted = append(promoted, i)
 				continue
 			}
 		}
@@ -69,18 +88,14 @@ func collectFields(t reflect.Type, into structFields) {
 		if name == "" {
 			name = f.Name
 		}
-		if _, dup := into[name]; !dup {
-			into[name] = f.Type
-		}
+		named(name, i, f.Type)
 	}
-	for _, et := range embedded {
-		promoted := structFields{}
-		collectFields(et, promoted)
-		for name, ft := range promoted {
-			if _, dup := into[name]; !dup {
-				into[name] = ft
-			}
+	for _, i := range promoted {
+		et := t.Field(i).Type
+		if et.Kind() == reflect.Pointer {
+			et = et.Elem() // allocated when a field of it is set
 		}
+		embedded(i, et)
 	}
 }
 

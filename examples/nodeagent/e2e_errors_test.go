@@ -80,7 +80,8 @@ func testInvalidFailsOnce(t *testing.T, w *world) {
 }
 
 // testHostNotReadyRetried: a VMI the host cannot take yet (here the state
-// folder is a file) stays Pending with the reason in its Synchronized
+// folder is a file) stays Scheduled (taken by its node, its domain not
+// created: KubeVirt's Scheduled) with the reason in its Synchronized
 // condition and is retried with backoff — a few times, not a storm —
 // until the host is fixed; then it runs.
 func testHostNotReadyRetried(t *testing.T, w *world) {
@@ -92,8 +93,8 @@ func testHostNotReadyRetried(t *testing.T, w *world) {
 	a := w.startNode(t, node, blocked)
 	w.create(t, bound(guestVMI(ns, "later", 0, testguest.ActionIgnore), node))
 
-	got := w.waitVMI(t, ns, "later", "Pending with a sync failure", time.Minute, func(v *virtv1.VirtualMachineInstance) bool {
-		return v != nil && v.Status.Phase == virtv1.Pending && condition(v, virtv1.VirtualMachineInstanceSynchronized) != nil
+	got := w.waitVMI(t, ns, "later", "Scheduled with a sync failure", time.Minute, func(v *virtv1.VirtualMachineInstance) bool {
+		return v != nil && v.Status.Phase == virtv1.Scheduled && condition(v, virtv1.VirtualMachineInstanceSynchronized) != nil
 	})
 	want := "HostLayout.StateDir " + blocked + " is not a folder"
 	if c := condition(got, virtv1.VirtualMachineInstanceSynchronized); c.Status != k8sv1.ConditionFalse || !strings.Contains(c.Message, want) {

@@ -40,16 +40,18 @@
 // info, volumeStatus and the machine type. A phase never goes back and a
 // final phase is never left; each phase is recorded once, so an agent
 // restarted under a running guest continues the same record. Kubernetes
-// Events, from component EventSource on host <node>, mark each phase
-// entered (KubeVirt's Created, Started, Stopped), each new sync failure
+// Events, from component EventSource on host <node>, mark the domain's
+// definition and each phase entered after Scheduled (KubeVirt's Created,
+// Started, Stopped), each new sync failure
 // (SyncFailed), a graceful shutdown asked (ShuttingDown) and the removal
 // (Deleted).
 //
 // Two controllers share the work. The runner ("vmi", 10 workers as
 // virt-handler's) takes the API server's events of the node's VMIs: it
-// holds the finalizer, calls Sync, Shutdown and Delete, and reports their
-// outcome. The status writer ("vmi-status") takes the launcher's Watch
-// channel through controller-runtime's source.Channel and writes what
+// takes a VMI with its finalizer and the phase Scheduled in one patch,
+// calls Sync, Shutdown and Delete, and reports their outcome. The status
+// writer ("vmi-status") takes the launcher's Watch channel through
+// controller-runtime's source.Channel and writes what
 // libvirt reports as it reports it: status follows libvirt's events,
 // without polling, and never waits behind a Sync (libvirt says a guest
 // runs well before its start call returns). The runner gets libvirt's

@@ -14,10 +14,10 @@ type eventSpec struct {
 
 // phaseEvents are the Events recorded when a VMI enters each phase, with
 // KubeVirt's virt-handler's reasons and messages where it has one
-// (Created when its domain is defined, Started, Stopped).
+// (Started, Stopped). Scheduled has none: the agent enters it when it
+// takes the VMI, before its domain is defined (eventCreated).
 var phaseEvents = map[v1.VirtualMachineInstancePhase]eventSpec{
 	v1.Pending:   {k8sv1.EventTypeNormal, "Pending", "VirtualMachineInstance waits for the host."},
-	v1.Scheduled: {k8sv1.EventTypeNormal, v1.Created.String(), "VirtualMachineInstance defined."},
 	v1.Running:   {k8sv1.EventTypeNormal, v1.Started.String(), "VirtualMachineInstance started."},
 	v1.Succeeded: {k8sv1.EventTypeNormal, v1.Stopped.String(), "The VirtualMachineInstance was shut down."},
 	v1.Failed:    {k8sv1.EventTypeWarning, v1.Stopped.String(), "The VirtualMachineInstance failed."},
@@ -25,6 +25,9 @@ var phaseEvents = map[v1.VirtualMachineInstancePhase]eventSpec{
 
 // The other Events the agent records.
 var (
+	// eventCreated: the VMI's domain was defined (virt-handler's
+	// Created), as the launcher's Watch reports it.
+	eventCreated = eventSpec{k8sv1.EventTypeNormal, v1.Created.String(), "VirtualMachineInstance defined."}
 	// eventSyncFailed: the launcher could not bring the VMI to its spec;
 	// the message is its error (for a refused VMI, every field error with
 	// its path).

@@ -22,7 +22,8 @@ import (
 // It writes only VMIs that vmiReconciler has taken (they carry the
 // finalizer) and that live; it keeps their Synchronized condition as it
 // is (it does not sync) and leaves a VMI without a domain to
-// vmiReconciler. The two write with preconditions: when both write at
+// vmiReconciler, and a domain defined but not started to the Sync under
+// way (it records the Created Event). The two write with preconditions: when both write at
 // once, one is refused and its VMI comes back through the other's event.
 type statusReconciler struct {
 	*writer
@@ -36,12 +37,24 @@ func (r *statusReconciler) Reconcile(ctx context.Context, req reconcile.Request)
 	if err := r.client.Get(ctx, req.NamespacedName, &vmi); err != nil {
 		return reconcile.Result{}, client.IgnoreNotFound(err)
 	}
-	if vmi.DeletionTimestamp != nil || domain.IsFinal(vmi.Status.Phase) || !controllerutil.ContainsFinalizer(&vmi, Finalizer) {
+	if vmi.DeletionTimestamp != nil || domain.IsFinal(vmi.Status.Phase) {
 		return reconcile.Result{}, nil
 	}
 	observed, ok := r.view.status(req.NamespacedName, vmi.UID)
-	if !ok || observed.Phase == v1.Pending {
+	switch {
+	case !ok || observed.Phase == v1.Pending:
 		return reconcile.Result{}, nil // no domain (yet, or any more): vmiReconciler's to judge
+	case observed.Phase == v1.Scheduled:
+		// Defined, not started: the Sync that defined it (vmiReconciler
+		// took the VMI first, so the cache may not show its finalizer
+		// yet) is under way and starts it next, or fails and reports.
+		// vmiReconciler wrote Scheduled when it took the VMI; writing the
+		// defined domain's conditions now would be one more write per
+		// VMI, overwritten a moment later by Running.
+		r.record(&vmi, eventCreated, "")
+		return reconcile.Result{}, nil
+	case !controllerutil.ContainsFinalizer(&vmi, Finalizer):
+		return reconcile.Result{}, nil
 	}
 	return ignoreStale(r.report(ctx, &vmi, observed, syncResult{Unknown: true}))
 }

@@ -144,3 +144,7 @@ func (p *Process) Output() string {
 	defer p.mu.Unlock()
 	return strings.Join(p.lines, "\n")
 }
+
+// PID is the process's id, for tests that read its use of the machine
+// (/proc/PID/stat, /proc/PID/status).
+func (p *Process) PID() int { return p.cmd.Process.Pid }
