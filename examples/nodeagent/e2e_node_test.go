@@ -8,7 +8,10 @@ import (
 	"os/exec"
 	"path/filepath"
 	"slices"
+	"strconv"
+	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -62,6 +65,47 @@ func TestE2EHeartbeat(t *testing.T) {
 
 	a.stop(t, os.Interrupt)
 	w.waitNode(t, node, "unschedulable once the agent stopped", 10*time.Second, schedulable("false"))
+}
+
+// TestE2EHeartbeatLibvirtdStopped: an agent on a libvirt host of its own
+// (hosttest.Node) whose libvirtd is stopped (SIGTERM, as a service stop)
+// marks its Node unschedulable, and schedulable again once that libvirtd
+// is started again at the same socket.
+func TestE2EHeartbeatLibvirtdStopped(t *testing.T) {
+	w := newWorld(t)
+	const name = "beat-stopped"
+	uri := hosttest.Node(t, name)
+	node := uniqueName("beat")
+	w.startNode(t, node, stateDir(t), "-heartbeat-interval", "1s", "-libvirt-uri", uri)
+	w.waitNode(t, node, "schedulable", time.Minute, schedulable("true"))
+
+	// .ci/node.sh keeps the pid file beside the node's run/libvirt-sock.
+	_, sock, ok := strings.Cut(uri, "?socket=")
+	if !ok {
+		t.Fatalf("node URI %q names no socket", uri)
+	}
+	pidFile := filepath.Join(filepath.Dir(filepath.Dir(sock)), "libvirtd.pid")
+	b, err := os.ReadFile(pidFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pid, err := strconv.Atoi(strings.TrimSpace(string(b)))
+	if err != nil {
+		t.Fatalf("%s: %v", pidFile, err)
+	}
+	if err := syscall.Kill(pid, syscall.SIGTERM); err != nil {
+		t.Fatalf("stop the node's libvirtd %d: %v", pid, err)
+	}
+	stopped := time.Now()
+	w.waitNode(t, node, "unschedulable while its libvirtd is stopped", time.Minute, schedulable("false"))
+	t.Logf("libvirtd stopped → unschedulable in %s", time.Since(stopped).Round(time.Millisecond))
+
+	if again := hosttest.Node(t, name); again != uri {
+		t.Fatalf("the node's URI %q after a restart, want %q", again, uri)
+	}
+	back := time.Now()
+	w.waitNode(t, node, "schedulable once its libvirtd is back", 2*time.Minute, schedulable("true"))
+	t.Logf("libvirtd back → schedulable in %s", time.Since(back).Round(time.Millisecond))
 }
 
 // TestE2EDeadNode: two agents with -claim on two libvirt hosts — A on
