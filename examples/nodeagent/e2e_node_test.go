@@ -73,7 +73,7 @@ func TestE2EHeartbeat(t *testing.T) {
 // is started again at the same socket.
 func TestE2EHeartbeatLibvirtdStopped(t *testing.T) {
 	w := newWorld(t)
-	const name = "beat-stopped"
+	name := uniqueName("beatstop") // one node per test run: runs in other worktrees may overlap
 	uri := hosttest.Node(t, name)
 	node := uniqueName("beat")
 	w.startNode(t, node, stateDir(t), "-heartbeat-interval", "1s", "-libvirt-uri", uri)
@@ -121,7 +121,7 @@ func TestE2EHeartbeatLibvirtdStopped(t *testing.T) {
 func TestE2EDeadNode(t *testing.T) {
 	const grace = 10 * time.Second
 	vw := &vmWorld{world: newWorld(t)}
-	uriB := hosttest.Node(t, "deadnode-b")
+	uriB := hosttest.Node(t, uniqueName("deadb")) // unique: runs in other worktrees may overlap
 	connB, err := libvirt.NewConnect(uriB)
 	if err != nil {
 		t.Fatal(err)
