@@ -296,11 +296,17 @@ func (w *world) waitEvent(t testing.TB, ns string, uid types.UID, reason string,
 // domainName is the libvirt name of the VMI's domain.
 func domainName(ns, name string) string { return ns + "_" + name }
 
-// domainState returns whether the domain exists, its ID (-1 when it is not
+// domain returns whether the domain exists, its ID (-1 when it is not
 // running), and its launcher metadata's owner.
 func (w *world) domain(t testing.TB, ns, name string) (exists bool, id int, owner string) {
 	t.Helper()
-	dom, err := w.conn.LookupDomainByName(domainName(ns, name))
+	return domainOn(t, w.conn, ns, name)
+}
+
+// domainOn is world.domain on the libvirt of conn (another node's).
+func domainOn(t testing.TB, conn *libvirt.Connect, ns, name string) (exists bool, id int, owner string) {
+	t.Helper()
+	dom, err := conn.LookupDomainByName(domainName(ns, name))
 	var lerr libvirt.Error
 	if errors.As(err, &lerr) && lerr.Code == libvirt.ERR_NO_DOMAIN {
 		return false, -1, ""

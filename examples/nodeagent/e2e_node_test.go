@@ -8,15 +8,20 @@ import (
 	"os/exec"
 	"path/filepath"
 	"slices"
+	"strconv"
+	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
 	k8sv1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 	virtv1 "kubevirt.io/api/core/v1"
+	"libvirt.org/go/libvirt"
 
 	"github.com/vmi2libvirt/vmi2libvirt/examples/nodeagent/nodeapi"
+	"github.com/vmi2libvirt/vmi2libvirt/testkit/hosttest"
 	"github.com/vmi2libvirt/vmi2libvirt/testkit/testguest"
 )
 
@@ -62,89 +67,145 @@ func TestE2EHeartbeat(t *testing.T) {
 	w.waitNode(t, node, "unschedulable once the agent stopped", 10*time.Second, schedulable("false"))
 }
 
-// TestE2EDeadNode: two agents with -claim, a VM (runStrategy Always) whose
-// VMI one of them (A) runs; A is killed and its guest destroyed — a dead
-// node. After the control plane's grace period (-node-grace-period 10s)
-// the VMI is Failed (NodeUnresponsive), A's Node unschedulable, and the VM
-// gets a new VMI, which B claims. On this one test machine both agents
-// share one libvirtd, where A's stale domain holds the VMI's domain name,
-// so B's start waits for it (separate hosts would not): A started again
-// destroys and removes its stale domain before anything else, and the VM
-// runs on B — one guest in all. The times from A's death to the new VMI
-// bound to B and to Running there are logged.
+// TestE2EHeartbeatLibvirtdStopped: an agent on a libvirt host of its own
+// (hosttest.Node) whose libvirtd is stopped (SIGTERM, as a service stop)
+// marks its Node unschedulable, and schedulable again once that libvirtd
+// is started again at the same socket.
+func TestE2EHeartbeatLibvirtdStopped(t *testing.T) {
+	w := newWorld(t)
+	name := uniqueName("beatstop") // one node per test run: runs in other worktrees may overlap
+	uri := hosttest.Node(t, name)
+	node := uniqueName("beat")
+	w.startNode(t, node, stateDir(t), "-heartbeat-interval", "1s", "-libvirt-uri", uri)
+	w.waitNode(t, node, "schedulable", time.Minute, schedulable("true"))
+
+	// .ci/node.sh keeps the pid file beside the node's run/libvirt-sock.
+	_, sock, ok := strings.Cut(uri, "?socket=")
+	if !ok {
+		t.Fatalf("node URI %q names no socket", uri)
+	}
+	pidFile := filepath.Join(filepath.Dir(filepath.Dir(sock)), "libvirtd.pid")
+	b, err := os.ReadFile(pidFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pid, err := strconv.Atoi(strings.TrimSpace(string(b)))
+	if err != nil {
+		t.Fatalf("%s: %v", pidFile, err)
+	}
+	if err := syscall.Kill(pid, syscall.SIGTERM); err != nil {
+		t.Fatalf("stop the node's libvirtd %d: %v", pid, err)
+	}
+	stopped := time.Now()
+	w.waitNode(t, node, "unschedulable while its libvirtd is stopped", time.Minute, schedulable("false"))
+	t.Logf("libvirtd stopped → unschedulable in %s", time.Since(stopped).Round(time.Millisecond))
+
+	if again := hosttest.Node(t, name); again != uri {
+		t.Fatalf("the node's URI %q after a restart, want %q", again, uri)
+	}
+	back := time.Now()
+	w.waitNode(t, node, "schedulable once its libvirtd is back", 2*time.Minute, schedulable("true"))
+	t.Logf("libvirtd back → schedulable in %s", time.Since(back).Round(time.Millisecond))
+}
+
+// TestE2EDeadNode: two agents with -claim on two libvirt hosts — A on
+// this machine's libvirtd, B on a second one (hosttest.Node) — and a VM
+// (runStrategy Always) whose VMI A runs; A is killed and its guest
+// destroyed — a dead node, whose domain stays defined. After the control
+// plane's grace period (-node-grace-period 10s) the VMI is Failed
+// (NodeUnresponsive), A's Node unschedulable, and the VM gets a new VMI,
+// which B claims and runs within the grace period + 10 s. A started
+// again destroys and removes its stale domain before anything else: one
+// guest in all, on B. The times from A's death to the new VMI bound to B
+// and to Running there are logged.
 func TestE2EDeadNode(t *testing.T) {
 	const grace = 10 * time.Second
 	vw := &vmWorld{world: newWorld(t)}
+	uriB := hosttest.Node(t, uniqueName("deadb")) // unique: runs in other worktrees may overlap
+	connB, err := libvirt.NewConnect(uriB)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _, _ = connB.Close() })
 	vw.cp = vw.cluster.StartControlPlane(t, "-node-grace-period", grace.String())
 	ns := vw.namespace(t, "deadnode")
 	log := vw.recordVMIs(t, ns)
 	pool := uniqueName("pool")
-	nodes := []string{uniqueName("node"), uniqueName("node")}
-	dirs := []string{stateDir(t), stateDir(t)}
-	start := func(i int) *agentProcess {
-		return vw.startNode(t, nodes[i], dirs[i], "-claim", "-node-labels", "example.com/pool="+pool, "-heartbeat-interval", "1s")
+	nodeA, nodeB := uniqueName("node"), uniqueName("node")
+	dirA, dirB := stateDir(t), stateDir(t)
+	startA := func() *agentProcess {
+		return vw.startNode(t, nodeA, dirA, "-claim", "-node-labels", "example.com/pool="+pool, "-heartbeat-interval", "1s")
 	}
-	agents := []*agentProcess{start(0), start(1)}
+	a := startA()
 
 	vm := vw.guestVM(ns, "vm1", virtv1.RunStrategyAlways, 30, testguest.ActionACPI)
 	vm.Spec.Template.Spec.NodeSelector = map[string]string{"example.com/pool": pool}
 	vw.createVM(t, vm)
-	_, first := vw.waitVM(t, ns, "vm1", "Running", bootTimeout, runningVM)
-	a := 0
-	if first.Status.NodeName == nodes[1] {
-		a = 1
+	_, first := vw.waitVM(t, ns, "vm1", "Running on node A", bootTimeout, runningVM)
+	if first.Status.NodeName != nodeA {
+		t.Fatalf("the first VMI runs on %q, want node A %s", first.Status.NodeName, nodeA)
 	}
-	b := 1 - a
-	waitConsole(t, dirs[a], ns, "vm1", testguest.ShellMarker, bootTimeout)
+	waitConsole(t, dirA, ns, "vm1", testguest.ShellMarker, bootTimeout)
+	// B comes up once the VMI is A's.
+	vw.startNode(t, nodeB, dirB, "-claim", "-node-labels", "example.com/pool="+pool, "-heartbeat-interval", "1s",
+		"-libvirt-uri", uriB)
 
 	// A dies: its agent killed, its guest destroyed (the domain stays
 	// defined, as on a host that lost power).
-	agents[a].stop(t, os.Kill)
-	if out, err := exec.Command("virsh", "-c", "qemu:///system", "destroy", domainName(ns, "vm1")).CombinedOutput(); err != nil {
+	a.stop(t, os.Kill)
+	if out, err := exec.Command("virsh", "-c", libvirtURI, "destroy", domainName(ns, "vm1")).CombinedOutput(); err != nil {
 		t.Fatalf("virsh destroy: %v\n%s", err, out)
 	}
 	died := time.Now()
 	replaced := vw.waitVMI(t, ns, "vm1", "replaced and bound to node B", grace+time.Minute, func(vmi *virtv1.VirtualMachineInstance) bool {
-		return vmi != nil && vmi.UID != first.UID && vmi.Labels[virtv1.NodeNameLabel] == nodes[b]
+		return vmi != nil && vmi.UID != first.UID && vmi.Labels[virtv1.NodeNameLabel] == nodeB
 	})
 	toBound := time.Since(died)
+	_, second := vw.waitVM(t, ns, "vm1", "Running on node B", bootTimeout, func(vm *virtv1.VirtualMachine, vmi *virtv1.VirtualMachineInstance) bool {
+		return runningVM(vm, vmi) && vmi.UID == replaced.UID
+	})
+	toRunning := time.Since(died)
+	t.Logf("node A dead → new VMI bound to node B: %s, → Running on B: %s (grace period %s)",
+		toBound.Round(time.Millisecond), toRunning.Round(time.Millisecond), grace)
+	if toRunning > grace+10*time.Second {
+		t.Errorf("the new VMI Running on node B %s after node A died, want within the grace period + 10 s", toRunning)
+	}
+	if second.Status.NodeName != nodeB {
+		t.Errorf("the new VMI runs on %q, want node B %s", second.Status.NodeName, nodeB)
+	}
 	if !log.seen(first.UID, virtv1.Failed) {
 		t.Errorf("the first VMI was seen in phases %v, want Failed", log.phasesOf(first.UID))
 	}
 	if ev := vw.events(t, ns, first.UID); ev[nodeapi.NodeUnresponsiveReason] == 0 {
 		t.Errorf("the first VMI's Events %v, want NodeUnresponsive", ev)
 	}
-	if toBound > grace+10*time.Second {
-		t.Errorf("a new VMI on node B %s after node A died, want within the grace period + 10 s", toBound)
+	vw.waitNode(t, nodeA, "unschedulable", 10*time.Second, schedulable("false"))
+	if exists, _, owner := vw.domain(t, ns, "vm1"); !exists || owner != nodeA {
+		t.Fatalf("node A's stale domain exists %t, owned by %q, want it defined, node A's", exists, owner)
 	}
-	vw.waitNode(t, nodes[a], "unschedulable", 10*time.Second, schedulable("false"))
 
-	// A comes back: its stale domain goes first; then B runs the VMI.
-	back := time.Now()
-	agents[a] = start(a)
-	agents[a].waitFor(context.Background(), t, "stale domain destroyed and removed")
-	_, second := vw.waitVM(t, ns, "vm1", "Running on node B", 2*bootTimeout, func(vm *virtv1.VirtualMachine, vmi *virtv1.VirtualMachineInstance) bool {
-		return runningVM(vm, vmi) && vmi.UID == replaced.UID
-	})
-	toRunning := time.Since(died)
-	if second.Status.NodeName != nodes[b] {
-		t.Errorf("the new VMI runs on %q, want node B %s", second.Status.NodeName, nodes[b])
+	// A comes back: its stale domain goes before anything else.
+	a = startA()
+	a.waitFor(context.Background(), t, "stale domain destroyed and removed")
+	if exists, _, _ := vw.domain(t, ns, "vm1"); exists {
+		t.Errorf("node A's stale domain still defined after A came back")
 	}
-	if exists, _, owner := vw.domain(t, ns, "vm1"); !exists || owner != nodes[b] {
-		t.Errorf("the VMI's domain exists %t, owned by %q, want node B's", exists, owner)
+	if exists, id, owner := domainOn(t, connB, ns, "vm1"); !exists || id < 0 || owner != nodeB {
+		t.Errorf("node B's domain exists %t, id %d, owned by %q, want it running, node B's", exists, id, owner)
 	}
-	if _, err := os.Stat(stateFolder(dirs[a], ns, "vm1")); !os.IsNotExist(err) {
+	if _, err := os.Stat(stateFolder(dirA, ns, "vm1")); !os.IsNotExist(err) {
 		t.Errorf("node A's state folder of the VMI: %v, want it removed", err)
 	}
 	if got := log.created(); len(got) != 2 {
 		t.Errorf("VMIs created %v, want the first and its replacement", got)
 	}
-	t.Logf("node A dead → new VMI bound to node B: %s (grace period %s); → Running on B: %s, %s after A came back and removed its stale domain",
-		toBound.Round(time.Millisecond), grace, toRunning.Round(time.Millisecond), time.Since(back).Round(time.Millisecond))
-	waitConsole(t, dirs[b], ns, "vm1", testguest.ShellMarker, bootTimeout)
+	waitConsole(t, dirB, ns, "vm1", testguest.ShellMarker, bootTimeout)
 	vw.setStrategy(t, ns, "vm1", virtv1.RunStrategyHalted)
 	vw.waitVM(t, ns, "vm1", "Stopped", 2*time.Minute, stoppedVM)
 	vw.deleteVM(t, ns, "vm1")
+	if exists, _, _ := domainOn(t, connB, ns, "vm1"); exists {
+		t.Errorf("node B's domain still defined after the VM was deleted")
+	}
 }
 
 // schedulable: the Node's kubevirt.io/schedulable label is want.
