@@ -114,9 +114,17 @@ func TestSoak(t *testing.T) {
 	// Faults, from this goroutine (they may fail the test).
 	frng := rand.New(rand.NewPCG(seed, 2))
 	end := time.Now().Add(*soakDuration)
+	var round []int
 	for time.Now().Before(end) {
 		time.Sleep(time.Duration(4+frng.IntN(8)) * time.Second)
-		switch k := frng.IntN(4); k {
+		// Each kind once per round, in an order of the seed: a short run
+		// still injects all of them.
+		if len(round) == 0 {
+			round = frng.Perm(4)
+		}
+		k := round[0]
+		round = round[1:]
+		switch k {
 		case 0:
 			i := frng.IntN(2)
 			agents[i].stop(t, os.Kill)
