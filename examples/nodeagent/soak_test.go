@@ -78,6 +78,7 @@ type soak struct {
 	converged []time.Duration
 	ops       map[string]int // succeeded operations by kind
 	opErrors  map[string]int // failed operations by kind (faults make some fail)
+	lastError map[string]string
 	faults    map[string]int
 	qemuKills map[types.UID]bool // VMIs whose QEMU the soak killed: Failed is their truth
 
@@ -97,7 +98,7 @@ func TestSoak(t *testing.T) {
 		vw: vw, ns: vw.namespace(t, "soak"), pool: uniqueName("pool"),
 		nodes:   []string{uniqueName("node"), uniqueName("node")},
 		dirs:    []string{stateDir(t), stateDir(t)},
-		objects: map[string]*soakObject{}, ops: map[string]int{}, opErrors: map[string]int{}, faults: map[string]int{},
+		objects: map[string]*soakObject{}, ops: map[string]int{}, opErrors: map[string]int{}, lastError: map[string]string{}, faults: map[string]int{},
 		qemuKills: map[types.UID]bool{}, ids: map[types.UID]map[int]bool{}, starts: map[types.UID]map[time.Time]bool{},
 	}
 	agents := []*agentProcess{s.startAgent(t, 0), s.startAgent(t, 1)}
@@ -272,6 +273,7 @@ func (s *soak) op(kind string, o *soakObject, do func() error) {
 	defer s.mu.Unlock()
 	if err != nil {
 		s.opErrors[kind]++
+		s.lastError[kind+map[bool]string{true: " VM", false: " VMI"}[o.vm]] = err.Error()
 		// The operation may have happened anyway: the object's intent is
 		// learnt from the API server at the end (resolveUncertain).
 		cur, ok := s.objects[o.name]
@@ -656,6 +658,9 @@ func (s *soak) report(t *testing.T, settled time.Duration, ok bool) {
 		return conv[min(len(conv)-1, int(p*float64(len(conv))))].Round(10 * time.Millisecond)
 	}
 	t.Logf("soak: operations succeeded %v, failed %v", s.ops, s.opErrors)
+	for kind, e := range s.lastError {
+		t.Logf("soak: last error of %s: %s", kind, e)
+	}
 	t.Logf("soak: faults %v", s.faults)
 	t.Logf("soak: VMI UIDs seen running %d; convergence of %d operations p50 %s p99 %s max %s (%d still pending at the end)",
 		len(s.ids), len(conv), pct(0.5), pct(0.99), pct(1), len(s.pending))
