@@ -197,8 +197,8 @@ func (r *vmiReconciler) statusError(ctx context.Context, vmi *v1.VirtualMachineI
 
 // finalize takes a VMI being deleted off the host: it asks a running
 // guest to shut down (the launcher destroys it at the end of its grace
-// period), and once it is off reports how it ended, removes its domain
-// and state folder, and drops the agent's finalizer.
+// period), and once it is off reports how it ended (deletedEnd), removes
+// its domain and state folder, and drops the agent's finalizer.
 func (r *vmiReconciler) finalize(ctx context.Context, vmi *v1.VirtualMachineInstance) (reconcile.Result, error) {
 	if !controllerutil.ContainsFinalizer(vmi, Finalizer) {
 		return reconcile.Result{}, nil
@@ -224,7 +224,7 @@ func (r *vmiReconciler) finalize(ctx context.Context, vmi *v1.VirtualMachineInst
 		}
 		return reconcile.Result{RequeueAfter: gracePeriod(vmi) + shutdownSlack}, nil
 	}
-	if err := r.report(ctx, vmi, observed, syncResult{}); err != nil {
+	if err := r.report(ctx, vmi, deletedEnd(observed), syncResult{}); err != nil {
 		return ignoreStale(err)
 	}
 	if err := r.launcher.Delete(ctx, vmi); err != nil {

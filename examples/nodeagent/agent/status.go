@@ -128,6 +128,23 @@ func desiredStatus(cur, observed v1.VirtualMachineInstanceStatus, node string, s
 	return out
 }
 
+// deletedEnd is the status a VMI being deleted ends with once its guest
+// is off, given what the launcher observed: its own final phase when the
+// guest ended (Succeeded, Failed), otherwise Failed — a guest that never
+// started (a domain defined, not yet started, or none) or was taken off
+// mid-way, as KubeVirt fails a VMI whose pod went away. The final phase is
+// what lets the control plane drop its finalizers (the VM controller's,
+// KubeVirt's foregroundDeleteVirtualMachine): without it the object would
+// stay deleting for good once the agent's finalizer is gone.
+func deletedEnd(observed v1.VirtualMachineInstanceStatus) v1.VirtualMachineInstanceStatus {
+	if domain.IsFinal(observed.Phase) {
+		return observed
+	}
+	out := *observed.DeepCopy()
+	out.Phase, out.Reason = v1.Failed, ""
+	return out
+}
+
 // mergeTransitions returns the phase transitions of a VMI going from phase
 // from to phase to: the object's own (have), then each phase above from
 // and up to to that it lacks, at the time the launcher recorded it (seen)

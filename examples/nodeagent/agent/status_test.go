@@ -281,6 +281,31 @@ func TestNewPhases(t *testing.T) {
 	}
 }
 
+func TestDeletedEnd(t *testing.T) {
+	for _, c := range []struct {
+		observed, want v1.VirtualMachineInstancePhase
+	}{
+		{v1.Pending, v1.Failed},
+		{v1.Scheduled, v1.Failed}, // defined, never started: the soak's seed 5
+		{v1.Running, v1.Failed},
+		{v1.Succeeded, v1.Succeeded},
+		{v1.Failed, v1.Failed},
+	} {
+		observed := v1.VirtualMachineInstanceStatus{Phase: c.observed, Reason: "r"}
+		got := deletedEnd(observed)
+		if got.Phase != c.want {
+			t.Errorf("deletedEnd of %s: %s, want %s", c.observed, got.Phase, c.want)
+		}
+		if observed.Phase != c.observed {
+			t.Errorf("deletedEnd changed the status it was given")
+		}
+		// Through desiredStatus, as report writes it: final.
+		if w := desiredStatus(v1.VirtualMachineInstanceStatus{Phase: v1.Scheduled}, got, "node01", syncResult{}, t0); w.Phase != v1.Failed && w.Phase != v1.Succeeded {
+			t.Errorf("desiredStatus of deletedEnd(%s): phase %s, want final", c.observed, w.Phase)
+		}
+	}
+}
+
 func TestSameSyncFailure(t *testing.T) {
 	a := v1.VirtualMachineInstanceStatus{Conditions: []v1.VirtualMachineInstanceCondition{syncFailed("x", t0)}}
 	b := v1.VirtualMachineInstanceStatus{Conditions: []v1.VirtualMachineInstanceCondition{syncFailed("x", t1)}}
