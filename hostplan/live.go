@@ -1,6 +1,8 @@
 package hostplan
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"reflect"
@@ -114,7 +116,8 @@ var hotplugBuses = map[string]bool{string(v1.DiskBusVirtio): true, string(v1.Dis
 // what its libvirt cannot change live); nil: it lacks nothing.
 func LiveChanges(running *libvirtxml.Domain, was *v1.VirtualMachineInstanceSpec, plan *Plan, facts *convert.HostFacts) (*Live, error) {
 	now := &plan.VMI.Spec
-	oldSpec, newSpec := was.DeepCopy(), now.DeepCopy()
+	// was is the marks' spec, redacted; now is compared redacted too.
+	oldSpec, newSpec := was.DeepCopy(), redactedSpec(now).DeepCopy()
 	live := &Live{}
 	lc := liveComparer{live: live, was: was, now: now, oldSpec: oldSpec, newSpec: newSpec}
 	if err := lc.disks(devicesOf(running), devicesOf(plan.Domain)); err != nil {
@@ -578,13 +581,49 @@ func diffValues(p *field.Path, a, b any, paths *[]*field.Path) {
 	}
 }
 
-// SpecMark is the mark of v's spec in a domain's metadata (Marks.Spec).
+// SpecMark is the mark of v's spec in a domain's metadata (Marks.Spec):
+// its JSON, with the inline data of cloud-init volumes as their digests
+// (redactedSpec).
 func SpecMark(v *v1.VirtualMachineInstance) (string, error) {
-	raw, err := json.Marshal(&v.Spec)
+	raw, err := json.Marshal(redactedSpec(&v.Spec))
 	if err != nil {
 		return "", fmt.Errorf("hostplan: record the spec of %s: %w", v.Name, err)
 	}
 	return string(raw), nil
+}
+
+// redactedSpec is spec with the inline user and network data of its
+// cloud-init volumes replaced by their SHA-256 digests ("sha256:…"): the
+// marks are in the domain's XML, which every reader of libvirt sees, and
+// user data holds secrets (launcher's TestE2EUserDataSecrecy). A digest
+// still tells a change. spec itself is returned when it has no such data;
+// otherwise a copy.
+func redactedSpec(spec *v1.VirtualMachineInstanceSpec) *v1.VirtualMachineInstanceSpec {
+	fields := func(s *v1.VirtualMachineInstanceSpec, i int) []*string {
+		switch vs := &s.Volumes[i].VolumeSource; {
+		case vs.CloudInitNoCloud != nil:
+			c := vs.CloudInitNoCloud
+			return []*string{&c.UserData, &c.UserDataBase64, &c.NetworkData, &c.NetworkDataBase64}
+		case vs.CloudInitConfigDrive != nil:
+			c := vs.CloudInitConfigDrive
+			return []*string{&c.UserData, &c.UserDataBase64, &c.NetworkData, &c.NetworkDataBase64}
+		}
+		return nil
+	}
+	out := spec
+	for i := range spec.Volumes {
+		for j, f := range fields(spec, i) {
+			if *f == "" {
+				continue
+			}
+			if out == spec {
+				out = spec.DeepCopy()
+			}
+			sum := sha256.Sum256([]byte(*f))
+			*fields(out, i)[j] = "sha256:" + hex.EncodeToString(sum[:])
+		}
+	}
+	return out
 }
 
 // SpecOf reads the spec a domain's marks record; nil when they record none

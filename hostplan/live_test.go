@@ -1,6 +1,8 @@
 package hostplan
 
 import (
+	"fmt"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -242,6 +244,52 @@ func TestSpecMarkRoundTrip(t *testing.T) {
 	paths, err := specDiff(spec, &p.VMI.Spec)
 	if err != nil || len(paths) != 0 {
 		t.Errorf("differs at %v (%v)", paths, err)
+	}
+}
+
+// TestSpecMarkRedactsUserData: the marks (in the domain's XML, which any
+// libvirt reader sees) hold the digest of inline cloud-init user data,
+// never the data; the same data compares unchanged, new data needs a
+// restart at its path.
+func TestSpecMarkRedactsUserData(t *testing.T) {
+	const secret = "#cloud-config\npassword: hunter2-marks\n"
+	withUserData := func(data string) func(*v1.VirtualMachineInstance) {
+		return func(v *v1.VirtualMachineInstance) {
+			v.Spec.Domain.Devices.Disks = append(v.Spec.Domain.Devices.Disks, v1.Disk{Name: "ci",
+				DiskDevice: v1.DiskDevice{Disk: &v1.DiskTarget{Bus: v1.DiskBusVirtio}}})
+			v.Spec.Volumes = append(v.Spec.Volumes, v1.Volume{Name: "ci", VolumeSource: v1.VolumeSource{
+				CloudInitNoCloud: &v1.CloudInitNoCloudSource{UserData: data}}})
+		}
+	}
+	p := livePlan(t, withUserData(secret))
+	if strings.Contains(p.Marks.Spec, "hunter2") || !strings.Contains(p.Marks.Spec, `"userData":"sha256:`) {
+		t.Errorf("the spec mark shows the user data or no digest of it: %s", p.Marks.Spec)
+	}
+	if p.VMI.Spec.Volumes[len(p.VMI.Spec.Volumes)-1].CloudInitNoCloud.UserData != secret {
+		t.Error("SpecMark changed the plan's VMI")
+	}
+	m, err := ParseMarks(p.Domain.Metadata.XML)
+	if err != nil {
+		t.Fatal(err)
+	}
+	was, err := m.SpecOf()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if live, err := LiveChanges(p.Domain, was, p, nil); err != nil || live.Changed() || len(live.Restart) != 0 {
+		t.Errorf("same user data: %+v, %v; want no change", live, err)
+	}
+	changed := livePlan(t, withUserData(secret+"# more\n"))
+	live, err := LiveChanges(p.Domain, was, changed, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var paths []string
+	for _, r := range live.Restart {
+		paths = append(paths, r.Field)
+	}
+	if want := fmt.Sprintf("spec.volumes[%d].cloudInitNoCloud.userData", len(changed.VMI.Spec.Volumes)-1); !slices.Contains(paths, want) {
+		t.Errorf("new user data: restart at %v, want %s", paths, want)
 	}
 }
 

@@ -70,7 +70,7 @@ func execute(args []string) int {
 // libvirtCommandNames are the names of libvirtCommands' subcommands, which
 // a build without cgo lacks and explains (withoutCgo);
 // TestLibvirtCommandNames keeps the two lists together.
-var libvirtCommandNames = []string{"run", "status", "stop", "delete", "console", "vnc", "host"}
+var libvirtCommandNames = []string{"run", "apply", "status", "stop", "delete", "console", "vnc", "host", "migrate"}
 
 // exactArgs accepts exactly n arguments, named names in the message.
 func exactArgs(n int, names string) cobra.PositionalArgs {
