@@ -63,6 +63,8 @@ func (r *vmiReconciler) Reconcile(ctx context.Context, req reconcile.Request) (r
 		return r.removeOrphan(ctx, req.NamespacedName)
 	case err != nil:
 		return reconcile.Result{}, err
+	case r.away != nil && r.away(vmi.UID):
+		return reconcile.Result{}, nil // migrating away, or gone: the migration's (migrations)
 	case vmi.DeletionTimestamp != nil:
 		return r.finalize(ctx, &vmi)
 	case domain.IsFinal(vmi.Status.Phase):
