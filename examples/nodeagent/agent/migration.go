@@ -58,11 +58,30 @@ type migrations struct {
 }
 
 // away tells whether the VMI uid is migrating from this node or has left
-// it.
+// it; false for nil migrations.
 func (m *migrations) away(uid types.UID) bool {
+	if m == nil {
+		return false
+	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	return m.running[uid] || m.left[uid]
+}
+
+// incoming tells whether the VMI name, not (yet) in the node's cache, is
+// this node's after all: migrating here (its migrationState's target, not
+// completed), or just bound here. Its domain is then no orphan. False for
+// nil migrations.
+func (m *migrations) incoming(ctx context.Context, name types.NamespacedName) bool {
+	if m == nil {
+		return false
+	}
+	var vmi v1.VirtualMachineInstance
+	if err := m.reader.Get(ctx, name, &vmi); err != nil {
+		return false
+	}
+	ms := vmi.Status.MigrationState
+	return vmi.Labels[v1.NodeNameLabel] == m.node || (ms != nil && ms.TargetNode == m.node && !ms.Completed)
 }
 
 // addMigrations adds the migration source controller and the runnable

@@ -2,7 +2,6 @@ package agent
 
 import (
 	"context"
-	"k8s.io/apimachinery/pkg/types"
 	"time"
 
 	"k8s.io/apimachinery/pkg/api/equality"
@@ -22,9 +21,9 @@ type writer struct {
 	events  record.EventRecorder
 	node    string
 	metrics *agentMetrics
-	// away tells whether a VMI is migrating from this node or has left
-	// it (migrations.away): its status is not this node's to write.
-	away func(types.UID) bool
+	// migrations are the node's migrations (nil: none): a VMI away
+	// (migrating from this node, or gone) is not this node's to write.
+	migrations *migrations
 }
 
 // report writes the status the VMI should have now, given what the
@@ -36,7 +35,7 @@ type writer struct {
 // conflict (the object changed since it was read) is returned as it is: the
 // change's own event brings the VMI back.
 func (r *writer) report(ctx context.Context, vmi *v1.VirtualMachineInstance, observed v1.VirtualMachineInstanceStatus, sync syncResult) error {
-	if r.away != nil && r.away(vmi.UID) {
+	if r.migrations.away(vmi.UID) {
 		return nil
 	}
 	want := desiredStatus(vmi.Status, observed, r.node, sync, time.Now())
