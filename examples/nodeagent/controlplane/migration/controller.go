@@ -163,7 +163,7 @@ func (r *reconciler) schedule(ctx context.Context, mig *v1.VirtualMachineInstanc
 	}
 	if err := r.client.Patch(ctx, vmi, client.MergeFromWithOptions(orig, client.MergeFromWithOptimisticLock{})); err != nil {
 		if apierrors.IsConflict(err) {
-			return reconcile.Result{Requeue: true}, nil
+			return reconcile.Result{RequeueAfter: time.Second}, nil
 		}
 		return reconcile.Result{}, err
 	}
