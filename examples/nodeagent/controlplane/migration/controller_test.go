@@ -90,7 +90,9 @@ func TestReconcile(t *testing.T) {
 		t.Errorf("finalizers %v, want KubeVirt's", mig.Finalizers)
 	}
 	now := metav1.NewTime(time.Now())
-	writeState(func(ms *v1.VirtualMachineInstanceMigrationState) { ms.TargetNodeAddress, ms.StartTimestamp = "qemu:///d", &now })
+	writeState(func(ms *v1.VirtualMachineInstanceMigrationState) {
+		ms.TargetNodeAddress, ms.StartTimestamp = "qemu:///d", &now
+	})
 	step(v1.MigrationRunning, "Pending Scheduling Scheduled PreparingTarget TargetReady Running")
 
 	// Deleted while it runs: the abort is asked, the finalizer stays.
