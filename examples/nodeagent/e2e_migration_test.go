@@ -17,7 +17,8 @@ import (
 
 // TestE2EMigrate: a VM's guest runs on node A (the system libvirtd);
 // node B's agent runs on a second libvirt host of this machine
-// (hosttest.Node); both nodes carry the VM's pool label. `virtctl migrate`
+// (hosttest.Node); both nodes carry the VM's pool label. A first migration
+// is deleted while it runs (testMigrateAborted). `virtctl migrate`
 // → a VirtualMachineInstanceMigration that goes through KubeVirt's phases
 // to Succeeded, the VMI's nodeName and kubevirt.io/nodeName label name B,
 // its migrationState is completed from A to B, the domain runs on B's
@@ -42,6 +43,8 @@ func TestE2EMigrate(t *testing.T) {
 	// B starts only now: it would have claimed the VMI as well as A.
 	w.startNode(t, nodeB, dirB, "-node-labels", "example.com/pool="+pool, "-libvirt-uri", uriB)
 	w.waitNode(t, nodeB, "schedulable", time.Minute, schedulable("true"))
+
+	testMigrateAborted(t, w, ns, nodeB, uriB)
 
 	began := time.Now()
 	if out := w.mustRun(t, "-n", ns, "migrate", "mig"); !strings.Contains(out, "VM mig was scheduled to migrate") {
@@ -93,6 +96,64 @@ func TestE2EMigrate(t *testing.T) {
 		t.Errorf("VMI after the migration settled: %s", describe(got))
 	}
 	vw.deleteVM(t, ns, "mig")
+}
+
+// testMigrateAborted: a migration deleted while it runs is aborted: the
+// object goes, the VMI's migrationState is failed with abortRequested, the
+// VMI stays Running on A and the domain runs on A's libvirt, not on B's.
+func testMigrateAborted(t *testing.T, w *virtctlWorld, ns, nodeB, uriB string) {
+	w.mustRun(t, "-n", ns, "migrate", "mig")
+	var list virtv1.VirtualMachineInstanceMigrationList
+	deadline := time.Now().Add(time.Minute)
+	for {
+		if err := w.client.List(context.Background(), &list, client.InNamespace(ns)); err != nil {
+			t.Fatal(err)
+		}
+		if len(list.Items) == 1 && list.Items[0].Status.Phase == virtv1.MigrationRunning {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the migration did not run within a minute: %+v", list.Items)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	mig := &list.Items[0]
+	if err := w.client.Delete(context.Background(), mig); err != nil {
+		t.Fatal(err)
+	}
+	vmi := w.waitVMI(t, ns, "mig", "with the migration aborted", 2*time.Minute, func(v *virtv1.VirtualMachineInstance) bool {
+		ms := v.Status.MigrationState
+		return ms != nil && ms.MigrationUID == mig.UID && ms.Completed
+	})
+	ms := vmi.Status.MigrationState
+	if !ms.Failed || !ms.AbortRequested || vmi.Status.NodeName != w.node || vmi.Labels[virtv1.NodeNameLabel] != w.node {
+		t.Fatalf("after the abort: VMI %s, migrationState %+v; want failed, abortRequested, still on %s", describe(vmi), ms, w.node)
+	}
+	t.Logf("aborted: %s", ms.FailureReason)
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(200 * time.Millisecond) {
+		err := w.client.Get(context.Background(), client.ObjectKeyFromObject(mig), mig)
+		if err != nil {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the deleted migration is still there: finalizers %v", mig.Finalizers)
+		}
+	}
+	if exists, id, _ := w.domain(t, ns, "mig"); !exists || id < 0 {
+		t.Errorf("after the abort the domain on A: defined %v, id %d; want running", exists, id)
+	}
+	connB, err := libvirt.NewConnect(uriB)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer connB.Close()
+	if dom, err := connB.LookupDomainByName(domainName(ns, "mig")); err == nil {
+		dom.Free()
+		t.Error("after the abort a domain is defined on B's libvirt")
+	}
+	w.waitVMI(t, ns, "mig", "Running and Ready on A", time.Minute, func(v *virtv1.VirtualMachineInstance) bool {
+		return v.Status.NodeName == w.node && v.Status.Phase == virtv1.Running && conditionStatus(v, virtv1.VirtualMachineInstanceReady) == k8sv1.ConditionTrue
+	})
 }
 
 // waitMigration waits until the namespace's one migration has ended and

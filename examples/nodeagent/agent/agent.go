@@ -266,7 +266,7 @@ func Run(ctx context.Context, restConfig *rest.Config, cfg Config) error {
 
 	w := &writer{client: mgr.GetClient(), events: events, node: cfg.Node, metrics: metrics}
 	migr := &migrations{client: mgr.GetClient(), reader: mgr.GetAPIReader(), launcher: l, cfg: cfg.Launcher, node: cfg.Node, log: log,
-		running: map[types.UID]bool{}, left: map[types.UID]bool{}}
+		running: map[types.UID]context.CancelFunc{}, left: map[types.UID]bool{}}
 	w.migrations = migr
 	if err := addVMIControllers(ctx, mgr, l, w, streams, cfg.Workers, log); err != nil {
 		return err

@@ -40,7 +40,7 @@ const migrationFieldManager = "nodeagent-migration"
 // migrationState; once it succeeded, status.nodeName and the
 // kubevirt.io/nodeName label name the target, whose agent then runs the
 // VMI, found running there. An AbortRequested migrationState aborts the
-// migration under way (launcher.AbortMigration).
+// migration under way (Migrate's context ends).
 //
 // While a VMI migrates, and after it left, the node's other controllers
 // leave it alone (away): its domain goes without the VMI having ended.
@@ -53,8 +53,8 @@ type migrations struct {
 	log      *slog.Logger
 
 	mu      sync.Mutex
-	running map[types.UID]bool // under way from here
-	left    map[types.UID]bool // migrated to another node
+	running map[types.UID]context.CancelFunc // under way from here: what aborts it
+	left    map[types.UID]bool               // migrated to another node
 }
 
 // away tells whether the VMI uid is migrating from this node or has left
@@ -65,7 +65,7 @@ func (m *migrations) away(uid types.UID) bool {
 	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	return m.running[uid] || m.left[uid]
+	return m.running[uid] != nil || m.left[uid]
 }
 
 // incoming tells whether the VMI name, not (yet) in the node's cache, is
@@ -136,16 +136,16 @@ func (m *migrations) Reconcile(ctx context.Context, req reconcile.Request) (reco
 		return reconcile.Result{}, nil
 	}
 	m.mu.Lock()
-	running := m.running[vmi.UID]
+	abort := m.running[vmi.UID]
 	m.mu.Unlock()
 	switch {
-	case running && ms.AbortRequested:
-		err := m.launcher.AbortMigration(ctx, &vmi)
-		if errors.Is(err, launcher.ErrNotRunning) {
-			err = nil // not begun yet, or just ended: Migrate's outcome is written
-		}
-		return reconcile.Result{}, err
-	case running || ms.StartTimestamp != nil:
+	case abort != nil && ms.AbortRequested:
+		// Migrate aborts when its context ends, in the target's
+		// preparation as in libvirt's job (AbortMigration only in the job).
+		m.log.Info("nodeagent: aborting the migration", "vmi", key(&vmi), "migration", ms.MigrationUID)
+		abort()
+		return reconcile.Result{}, nil
+	case abort != nil || ms.StartTimestamp != nil:
 		// Under way here, or begun by an earlier agent: the launcher
 		// settled it at start (hostplan.JudgeMigration).
 		return reconcile.Result{}, nil
@@ -164,11 +164,15 @@ func (m *migrations) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	if err := m.client.Patch(ctx, &vmi, client.MergeFromWithOptions(orig, client.MergeFromWithOptimisticLock{})); err != nil {
 		return ignoreStale(err)
 	}
+	mctx, cancel := context.WithCancel(ctx)
 	m.mu.Lock()
-	m.running[vmi.UID] = true
+	m.running[vmi.UID] = cancel
 	m.mu.Unlock()
 	m.log.Info("nodeagent: migrating", "vmi", key(&vmi), "to", ms.TargetNode, "uri", target.URI, "migration", ms.MigrationUID)
-	go m.migrate(ctx, vmi.DeepCopy(), target)
+	go func() {
+		defer cancel()
+		m.migrate(ctx, mctx, vmi.DeepCopy(), target)
+	}()
 	return reconcile.Result{}, nil
 }
 
@@ -188,11 +192,11 @@ func (m *migrations) targetOf(ctx context.Context, node string) (launcher.Config
 	return cfg, nil
 }
 
-// migrate runs the migration of vmi to the launcher of target and writes
-// its outcome.
-func (m *migrations) migrate(ctx context.Context, vmi *v1.VirtualMachineInstance, target launcher.Config) {
+// migrate runs the migration of vmi to the launcher of target until mctx
+// ends (an abort) and writes its outcome.
+func (m *migrations) migrate(ctx, mctx context.Context, vmi *v1.VirtualMachineInstance, target launcher.Config) {
 	uid := vmi.UID
-	state, err := m.run(ctx, vmi, target)
+	state, err := m.run(mctx, vmi, target)
 	m.mu.Lock()
 	delete(m.running, uid)
 	if err == nil {
