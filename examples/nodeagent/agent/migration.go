@@ -261,7 +261,7 @@ func (m *migrations) finish(ctx context.Context, ref *v1.VirtualMachineInstance,
 			}
 		} else {
 			vmi.Status.NodeName = cur.TargetNode
-			vmi.Labels[v1.NodeNameLabel] = cur.TargetNode
+			metav1.SetMetaDataLabel(&vmi.ObjectMeta, v1.NodeNameLabel, cur.TargetNode)
 		}
 		vmi.Status.MigrationState = out
 		return m.client.Patch(ctx, &vmi, client.MergeFromWithOptions(orig, client.MergeFromWithOptimisticLock{}))
