@@ -132,6 +132,12 @@ func (m *migrations) Reconcile(ctx context.Context, req reconcile.Request) (reco
 		return reconcile.Result{}, client.IgnoreNotFound(err)
 	}
 	ms := vmi.Status.MigrationState
+	if ms != nil && ms.TargetNode == m.node {
+		// Migrated (back) here: this node's again.
+		m.mu.Lock()
+		delete(m.left, vmi.UID)
+		m.mu.Unlock()
+	}
 	if ms == nil || ms.SourceNode != m.node || ms.TargetNode == "" || ms.TargetNode == m.node || ms.Completed || vmi.DeletionTimestamp != nil {
 		return reconcile.Result{}, nil
 	}
