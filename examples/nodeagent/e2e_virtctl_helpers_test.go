@@ -76,10 +76,17 @@ func newVirtctlWorld(t testing.TB) *virtctlWorld {
 // the VM tests' helpers.
 func newVirtctlVMWorld(t testing.TB) (*virtctlWorld, *vmWorld) {
 	t.Helper()
+	return newVirtctlVMWorldWith(t)
+}
+
+// newVirtctlVMWorldWith is newVirtctlVMWorld with extra flags of the
+// agent.
+func newVirtctlVMWorldWith(t testing.TB, extra ...string) (*virtctlWorld, *vmWorld) {
+	t.Helper()
 	var vw *vmWorld
 	w := startVirtctlWorld(t, func(w *virtctlWorld) []string {
 		vw = &vmWorld{world: w.world, cp: w.cluster.StartControlPlane(t), node: w.node, dir: w.dir}
-		return []string{"-claim"}
+		return append([]string{"-claim"}, extra...)
 	})
 	vw.agent = w.agent
 	return w, vw

@@ -484,7 +484,8 @@ func testVirtctlVM(t *testing.T, w *virtctlWorld, ns string) {
 // VirtualMachineInstanceMigration of it, as virt-api does (generateName
 // kubevirt-migrate-vm-, spec.vmiName); where no CRD serves migrations the
 // answer is virt-api's for a failed create: 500 with the API server's 404
-// inside. (Nothing acts on a migration yet: that is the migration issue's.)
+// inside. (This world has one node: the migration finds no target;
+// TestE2EMigrate carries one out.)
 func testVirtctlMigrate(t *testing.T, w *virtctlWorld, ns string) {
 	var migrations unstructured.UnstructuredList
 	migrations.SetGroupVersionKind(virtv1.GroupVersion.WithKind("VirtualMachineInstanceMigrationList"))

@@ -15,6 +15,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
 	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
 	"k8s.io/client-go/rest"
@@ -264,7 +265,17 @@ func Run(ctx context.Context, restConfig *rest.Config, cfg Config) error {
 	defer unregister()
 
 	w := &writer{client: mgr.GetClient(), events: events, node: cfg.Node, metrics: metrics}
+	migr := &migrations{client: mgr.GetClient(), reader: mgr.GetAPIReader(), launcher: l, cfg: cfg.Launcher, node: cfg.Node, log: log,
+		running: map[types.UID]context.CancelFunc{}, left: map[types.UID]bool{}}
+	w.migrations = migr
 	if err := addVMIControllers(ctx, mgr, l, w, streams, cfg.Workers, log); err != nil {
+		return err
+	}
+	nodes, err := kubernetes.NewForConfig(restConfig)
+	if err != nil {
+		return err
+	}
+	if err := addMigrations(mgr, nodes, migr); err != nil {
 		return err
 	}
 	if cfg.Claim {

@@ -11,14 +11,13 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/selection"
-	"k8s.io/apimachinery/pkg/util/validation/field"
 	"k8s.io/client-go/tools/record"
-	"k8s.io/component-helpers/scheduling/corev1/nodeaffinity"
 	v1 "kubevirt.io/api/core/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"github.com/vmi2libvirt/vmi2libvirt/domain"
+	"github.com/vmi2libvirt/vmi2libvirt/examples/nodeagent/nodeapi"
 )
 
 // unboundSelector selects the VMIs no node has: those without the
@@ -91,28 +90,13 @@ func (c *claimReconciler) Reconcile(ctx context.Context, req reconcile.Request) 
 	return reconcile.Result{}, nil
 }
 
-// claimable tells whether vmi is unbound, alive, and may run on node: its
-// spec.nodeSelector and its required node affinity match node's labels
-// and name, as kube-scheduler's NodeAffinity filter decides. (The agent's
-// node has no taints, so tolerations do not matter; resources and pod
-// (anti-)affinity are not considered.)
+// claimable tells whether vmi is unbound, alive, and may run on node
+// (nodeapi.Fits).
 func claimable(vmi *v1.VirtualMachineInstance, node *k8sv1.Node) (bool, error) {
 	if vmi.Labels[v1.NodeNameLabel] != "" || vmi.DeletionTimestamp != nil || domain.IsFinal(vmi.Status.Phase) {
 		return false, nil
 	}
-	if !labels.SelectorFromSet(vmi.Spec.NodeSelector).Matches(labels.Set(node.Labels)) {
-		return false, nil
-	}
-	a := vmi.Spec.Affinity
-	if a == nil || a.NodeAffinity == nil || a.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution == nil {
-		return true, nil
-	}
-	path := field.NewPath("spec", "affinity", "nodeAffinity", "requiredDuringSchedulingIgnoredDuringExecution")
-	required, err := nodeaffinity.NewNodeSelector(a.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution, field.WithPath(path))
-	if err != nil {
-		return false, err
-	}
-	return required.Match(node), nil
+	return nodeapi.Fits(vmi, node, nil)
 }
 
 // bind sets vmi's kubevirt.io/nodeName label to node with a JSON merge

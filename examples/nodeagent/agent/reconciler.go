@@ -63,6 +63,8 @@ func (r *vmiReconciler) Reconcile(ctx context.Context, req reconcile.Request) (r
 		return r.removeOrphan(ctx, req.NamespacedName)
 	case err != nil:
 		return reconcile.Result{}, err
+	case r.migrations.away(vmi.UID):
+		return reconcile.Result{}, nil // migrating away, or gone: the migration's (migrations)
 	case vmi.DeletionTimestamp != nil:
 		return r.finalize(ctx, &vmi)
 	case domain.IsFinal(vmi.Status.Phase):
@@ -251,6 +253,9 @@ func (r *vmiReconciler) removeEnded(ctx context.Context, vmi *v1.VirtualMachineI
 // recorded; then the domain and state folder are removed.
 func (r *vmiReconciler) removeOrphan(ctx context.Context, name types.NamespacedName) (reconcile.Result, error) {
 	r.synced.forget(name)
+	if r.migrations.incoming(ctx, name) {
+		return reconcile.Result{RequeueAfter: orphanRetry}, nil // migrating here: not an orphan
+	}
 	ref := &v1.VirtualMachineInstance{ObjectMeta: metav1.ObjectMeta{Namespace: name.Namespace, Name: name.Name}}
 	if r.view.running(name) {
 		err := r.launcher.Shutdown(ctx, ref)

@@ -21,6 +21,9 @@ type writer struct {
 	events  record.EventRecorder
 	node    string
 	metrics *agentMetrics
+	// migrations are the node's migrations (nil: none): a VMI away
+	// (migrating from this node, or gone) is not this node's to write.
+	migrations *migrations
 }
 
 // report writes the status the VMI should have now, given what the
@@ -32,6 +35,9 @@ type writer struct {
 // conflict (the object changed since it was read) is returned as it is: the
 // change's own event brings the VMI back.
 func (r *writer) report(ctx context.Context, vmi *v1.VirtualMachineInstance, observed v1.VirtualMachineInstanceStatus, sync syncResult) error {
+	if r.migrations.away(vmi.UID) {
+		return nil
+	}
 	want := desiredStatus(vmi.Status, observed, r.node, sync, time.Now())
 	if equality.Semantic.DeepEqual(vmi.Status, want) {
 		return nil

@@ -2,8 +2,10 @@ package controlplane
 
 import (
 	"github.com/go-logr/logr"
+	v1 "kubevirt.io/api/core/v1"
 
 	"github.com/vmi2libvirt/vmi2libvirt/examples/nodeagent/controlplane/admission"
+	"github.com/vmi2libvirt/vmi2libvirt/examples/nodeagent/controlplane/migration"
 	"github.com/vmi2libvirt/vmi2libvirt/examples/nodeagent/controlplane/node"
 	"github.com/vmi2libvirt/vmi2libvirt/examples/nodeagent/controlplane/vm"
 	"github.com/vmi2libvirt/vmi2libvirt/examples/nodeagent/controlplane/vmi"
@@ -18,7 +20,8 @@ type component struct {
 }
 
 // components are the control plane's roles, added in this order by Run:
-// virt-controller's VM, VMI and node controllers, and virt-api's admission
+// virt-controller's VM, VMI, node and migration controllers (the last
+// where the API server serves migrations), and virt-api's admission
 // webhooks and subresource API (v1.subresources.kubevirt.io: what virtctl
 // speaks), on one HTTPS server as virt-api serves them — the subresource
 // API asks the aggregation layer's client certificate in its TLS
@@ -33,6 +36,13 @@ var components = []component{
 	}},
 	{"node controller", func(e *env) error {
 		return node.Add(e.mgr, node.Options{GracePeriod: e.cfg.NodeGracePeriod, Logger: e.log})
+	}},
+	{"migration controller", func(e *env) error {
+		if !e.serves(&v1.VirtualMachineInstanceMigrationList{}) {
+			e.log.Info("no migration controller: the API server does not serve kubevirt.io/v1 VirtualMachineInstanceMigrations")
+			return nil
+		}
+		return migration.Add(e.mgr, migration.Options{Logger: e.log})
 	}},
 	{"admission webhooks", func(e *env) error {
 		admission.Register(e.mux, admission.Options{Cluster: e.cfg.Cluster, Logger: logr.FromSlogHandler(e.log.Handler())})

@@ -200,6 +200,16 @@ func checkCRDs(ctx context.Context, restConfig *rest.Config, s *runtime.Scheme) 
 	return nil
 }
 
+// serves tells whether the API server serves the kind of list (a List of
+// one answers).
+func (e *env) serves(list client.ObjectList) bool {
+	direct, err := client.New(e.restConfig, client.Options{Scheme: e.mgr.GetScheme()})
+	if err != nil {
+		return false
+	}
+	return direct.List(e.ctx, list, client.Limit(1)) == nil
+}
+
 // startedFlag wraps a runnable so that started is true while it runs.
 func startedFlag(r manager.Runnable, started *atomic.Bool) manager.Runnable {
 	return manager.RunnableFunc(func(ctx context.Context) error {

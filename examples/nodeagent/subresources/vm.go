@@ -265,9 +265,8 @@ func (s *Server) restartVM(w http.ResponseWriter, r *http.Request) {
 // migrateVM is PUT virtualmachines/NAME/migrate: a
 // VirtualMachineInstanceMigration of the running VMI (generateName
 // kubevirt-migrate-vm-), with the body's addedNodeSelector. 202 Accepted.
-//
-// TODO(live migration issue): nothing acts on a migration yet. Where
-// KubeVirt's VirtualMachineInstanceMigration CRD is not installed, the
+// The control plane's migration controller and the node agents carry it
+// out (package controlplane/migration). Where KubeVirt's VirtualMachineInstanceMigration CRD is not installed, the
 // create fails as on such a cluster, and the answer is virt-api's for a
 // failed create: 500, "the server could not find the requested resource".
 func (s *Server) migrateVM(w http.ResponseWriter, r *http.Request) {

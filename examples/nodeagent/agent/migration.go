@@ -1,0 +1,275 @@
+package agent
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"time"
+
+	k8sv1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	corev1ac "k8s.io/client-go/applyconfigurations/core/v1"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/util/retry"
+	v1 "kubevirt.io/api/core/v1"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	"github.com/vmi2libvirt/vmi2libvirt/examples/nodeagent/nodeapi"
+	"github.com/vmi2libvirt/vmi2libvirt/launcher"
+)
+
+// migrationFieldManager owns the Node annotations of addMigrations.
+const migrationFieldManager = "nodeagent-migration"
+
+// migrations is the agent's side of live migration, virt-handler's
+// migration source: a VMI of this node whose status.migrationState names
+// this node as source and another as target (the control plane's
+// migration controller writes it for a VirtualMachineInstanceMigration)
+// is migrated by this node's launcher (launcher.Migrate) to a launcher of
+// the target's libvirt host, made from the annotations the target's agent
+// put on its Node (nodeapi.LibvirtURIAnnotation, StateDirAnnotation; its
+// owner is the Node's name). The target prepares its side from this
+// process: both nodes' state folders are on one file system, as on the
+// test machine. The migration's start, end and outcome are written to
+// migrationState; once it succeeded, status.nodeName and the
+// kubevirt.io/nodeName label name the target, whose agent then runs the
+// VMI, found running there. An AbortRequested migrationState aborts the
+// migration under way (Migrate's context ends).
+//
+// While a VMI migrates, and after it left, the node's other controllers
+// leave it alone (away): its domain goes without the VMI having ended.
+type migrations struct {
+	client   client.Client
+	reader   client.Reader // Nodes, and VMIs read afresh
+	launcher *launcher.Launcher
+	cfg      launcher.Config // this node's: the target launcher's defaults
+	node     string
+	log      *slog.Logger
+
+	mu      sync.Mutex
+	running map[types.UID]context.CancelFunc // under way from here: what aborts it
+	left    map[types.UID]bool               // migrated to another node
+}
+
+// away tells whether the VMI uid is migrating from this node or has left
+// it; false for nil migrations.
+func (m *migrations) away(uid types.UID) bool {
+	if m == nil {
+		return false
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.running[uid] != nil || m.left[uid]
+}
+
+// incoming tells whether the VMI name, not (yet) in the node's cache, is
+// this node's after all: migrating here (its migrationState's target, not
+// completed), or just bound here. Its domain is then no orphan. False for
+// nil migrations.
+func (m *migrations) incoming(ctx context.Context, name types.NamespacedName) bool {
+	if m == nil {
+		return false
+	}
+	var vmi v1.VirtualMachineInstance
+	if err := m.reader.Get(ctx, name, &vmi); err != nil {
+		return false
+	}
+	ms := vmi.Status.MigrationState
+	return vmi.Labels[v1.NodeNameLabel] == m.node || (ms != nil && ms.TargetNode == m.node && !ms.Completed)
+}
+
+// addMigrations adds the migration source controller and the runnable
+// that writes the node's libvirt URI and state folder on its Node.
+func addMigrations(mgr manager.Manager, nodes kubernetes.Interface, m *migrations) error {
+	if err := mgr.Add(manager.RunnableFunc(func(ctx context.Context) error {
+		return annotateNode(ctx, nodes, m.node, m.cfg, m.log)
+	})); err != nil {
+		return err
+	}
+	return ctrl.NewControllerManagedBy(mgr).
+		Named("vmi-migration").
+		For(&v1.VirtualMachineInstance{}).
+		WithOptions(controllerOptions(1)).
+		Complete(m)
+}
+
+// annotateNode applies the node's migration annotations to its Node,
+// retried until it succeeds or ctx ends.
+func annotateNode(ctx context.Context, nodes kubernetes.Interface, node string, cfg launcher.Config, log *slog.Logger) error {
+	uri := cfg.URI
+	if uri == "" {
+		uri = launcher.DefaultURI
+	}
+	apply := corev1ac.Node(node).WithAnnotations(map[string]string{
+		nodeapi.LibvirtURIAnnotation: uri,
+		nodeapi.StateDirAnnotation:   cfg.Layout.StateDir,
+	})
+	for {
+		_, err := nodes.CoreV1().Nodes().Apply(ctx, apply, metav1.ApplyOptions{FieldManager: migrationFieldManager, Force: true})
+		if err == nil {
+			return nil
+		}
+		log.Warn("nodeagent: cannot write the migration annotations on the Node", "err", err)
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-time.After(5 * time.Second):
+		}
+	}
+}
+
+// Reconcile starts the migration a VMI's migrationState asks of this node,
+// or aborts the one under way when asked to.
+func (m *migrations) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
+	var vmi v1.VirtualMachineInstance
+	if err := m.client.Get(ctx, req.NamespacedName, &vmi); err != nil {
+		return reconcile.Result{}, client.IgnoreNotFound(err)
+	}
+	ms := vmi.Status.MigrationState
+	if ms != nil && ms.TargetNode == m.node {
+		// Migrated (back) here: this node's again.
+		m.mu.Lock()
+		delete(m.left, vmi.UID)
+		m.mu.Unlock()
+	}
+	if ms == nil || ms.SourceNode != m.node || ms.TargetNode == "" || ms.TargetNode == m.node || ms.Completed || vmi.DeletionTimestamp != nil {
+		return reconcile.Result{}, nil
+	}
+	m.mu.Lock()
+	abort := m.running[vmi.UID]
+	m.mu.Unlock()
+	switch {
+	case abort != nil && ms.AbortRequested:
+		// Migrate aborts when its context ends, in the target's
+		// preparation as in libvirt's job (AbortMigration only in the job).
+		m.log.Info("nodeagent: aborting the migration", "vmi", key(&vmi), "migration", ms.MigrationUID)
+		abort()
+		return reconcile.Result{}, nil
+	case abort != nil || ms.StartTimestamp != nil:
+		// Under way here, or begun by an earlier agent: the launcher
+		// settled it at start (hostplan.JudgeMigration).
+		return reconcile.Result{}, nil
+	case ms.AbortRequested:
+		return reconcile.Result{}, m.finish(ctx, &vmi, nil, errors.New("aborted before it began"))
+	}
+	target, err := m.targetOf(ctx, ms.TargetNode)
+	if err != nil {
+		return reconcile.Result{}, m.finish(ctx, &vmi, nil, err)
+	}
+	orig := vmi.DeepCopy()
+	now := metav1.Now()
+	vmi.Status.MigrationState.TargetNodeAddress = target.URI
+	vmi.Status.MigrationState.StartTimestamp = &now
+	vmi.Status.MigrationState.Mode = v1.MigrationPreCopy
+	if err := m.client.Patch(ctx, &vmi, client.MergeFromWithOptions(orig, client.MergeFromWithOptimisticLock{})); err != nil {
+		return ignoreStale(err)
+	}
+	mctx, cancel := context.WithCancel(ctx)
+	m.mu.Lock()
+	m.running[vmi.UID] = cancel
+	m.mu.Unlock()
+	m.log.Info("nodeagent: migrating", "vmi", key(&vmi), "to", ms.TargetNode, "uri", target.URI, "migration", ms.MigrationUID)
+	go func() {
+		defer cancel()
+		m.migrate(ctx, mctx, vmi.DeepCopy(), target)
+	}()
+	return reconcile.Result{}, nil
+}
+
+// targetOf is the launcher configuration of node's libvirt host, from its
+// Node's annotations.
+func (m *migrations) targetOf(ctx context.Context, node string) (launcher.Config, error) {
+	var n k8sv1.Node
+	if err := m.reader.Get(ctx, client.ObjectKey{Name: node}, &n); err != nil {
+		return launcher.Config{}, fmt.Errorf("the target Node %s: %w", node, err)
+	}
+	uri, dir := n.Annotations[nodeapi.LibvirtURIAnnotation], n.Annotations[nodeapi.StateDirAnnotation]
+	if uri == "" || dir == "" {
+		return launcher.Config{}, fmt.Errorf("the target Node %s has no %s and %s annotations (its agent writes them)", node, nodeapi.LibvirtURIAnnotation, nodeapi.StateDirAnnotation)
+	}
+	cfg := m.cfg
+	cfg.URI, cfg.Owner, cfg.Layout.StateDir = uri, node, dir
+	return cfg, nil
+}
+
+// migrate runs the migration of vmi to the launcher of target until mctx
+// ends (an abort) and writes its outcome.
+func (m *migrations) migrate(ctx, mctx context.Context, vmi *v1.VirtualMachineInstance, target launcher.Config) {
+	uid := vmi.UID
+	state, err := m.run(mctx, vmi, target)
+	m.mu.Lock()
+	delete(m.running, uid)
+	if err == nil {
+		m.left[uid] = true
+	}
+	m.mu.Unlock()
+	if err != nil {
+		m.log.Warn("nodeagent: migration failed", "vmi", key(vmi), "to", target.Owner, "err", err)
+	} else {
+		m.log.Info("nodeagent: migrated", "vmi", key(vmi), "to", target.Owner)
+	}
+	if werr := m.finish(ctx, vmi, state, err); werr != nil {
+		m.log.Error("nodeagent: cannot write a migration's outcome", "vmi", key(vmi), "err", werr)
+	}
+}
+
+// run is launcher.Migrate to a launcher of target.
+func (m *migrations) run(ctx context.Context, vmi *v1.VirtualMachineInstance, target launcher.Config) (*v1.VirtualMachineInstanceMigrationState, error) {
+	t, err := launcher.New(ctx, target)
+	if err != nil {
+		return nil, err
+	}
+	defer t.Close()
+	uid := types.UID(vmi.Status.MigrationState.MigrationUID)
+	return m.launcher.Migrate(ctx, vmi, t, launcher.MigrateOptions{UID: uid})
+}
+
+// finish writes a migration's end to the VMI's migrationState (the
+// launcher's state, when there is one, under the control plane's names):
+// failed with cause, or completed, and then the VMI is the target's
+// (status.nodeName, the kubevirt.io/nodeName label).
+func (m *migrations) finish(ctx context.Context, ref *v1.VirtualMachineInstance, state *v1.VirtualMachineInstanceMigrationState, cause error) error {
+	return retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		var vmi v1.VirtualMachineInstance
+		if err := m.reader.Get(ctx, client.ObjectKeyFromObject(ref), &vmi); err != nil {
+			return client.IgnoreNotFound(err)
+		}
+		cur := vmi.Status.MigrationState
+		if vmi.UID != ref.UID || cur == nil || cur.MigrationUID != ref.Status.MigrationState.MigrationUID {
+			return nil
+		}
+		orig := vmi.DeepCopy()
+		out := cur.DeepCopy()
+		if state != nil {
+			out = state.DeepCopy()
+			out.MigrationUID, out.SourceNode, out.TargetNode = cur.MigrationUID, cur.SourceNode, cur.TargetNode
+			out.TargetNodeAddress, out.AbortRequested = cur.TargetNodeAddress, cur.AbortRequested
+			if out.StartTimestamp == nil {
+				out.StartTimestamp = cur.StartTimestamp
+			}
+		}
+		now := metav1.Now()
+		if out.EndTimestamp == nil {
+			out.EndTimestamp = &now
+		}
+		out.Completed = true
+		out.Failed = cause != nil
+		if cause != nil {
+			out.FailureReason = cause.Error()
+			if cur.AbortRequested {
+				out.AbortStatus = v1.MigrationAbortSucceeded
+			}
+		} else {
+			vmi.Status.NodeName = cur.TargetNode
+			metav1.SetMetaDataLabel(&vmi.ObjectMeta, v1.NodeNameLabel, cur.TargetNode)
+		}
+		vmi.Status.MigrationState = out
+		return m.client.Patch(ctx, &vmi, client.MergeFromWithOptions(orig, client.MergeFromWithOptimisticLock{}))
+	})
+}

@@ -1,0 +1,178 @@
+package main
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	k8sv1 "k8s.io/api/core/v1"
+	virtv1 "kubevirt.io/api/core/v1"
+	"libvirt.org/go/libvirt"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/vmi2libvirt/vmi2libvirt/testkit/hosttest"
+	"github.com/vmi2libvirt/vmi2libvirt/testkit/testguest"
+)
+
+// TestE2EMigrate: a VM's guest runs on node A (the system libvirtd);
+// node B's agent runs on a second libvirt host of this machine
+// (hosttest.Node); both nodes carry the VM's pool label. A first migration
+// is deleted while it runs (testMigrateAborted). `virtctl migrate`
+// → a VirtualMachineInstanceMigration that goes through KubeVirt's phases
+// to Succeeded, the VMI's nodeName and kubevirt.io/nodeName label name B,
+// its migrationState is completed from A to B, the domain runs on B's
+// libvirt (owned by B) and is gone from A's, and B's agent keeps the VMI
+// Running and Ready. The time from virtctl migrate to Succeeded is logged.
+func TestE2EMigrate(t *testing.T) {
+	pool := uniqueName("pool")
+	w, vw := newVirtctlVMWorldWith(t, "-node-labels", "example.com/pool="+pool)
+	nodeB := uniqueName("node")
+	uriB := hosttest.Node(t, nodeB)
+	dirB := stateDir(t)
+	ns := w.namespace(t, "migrate")
+
+	vm := vw.guestVM(ns, "mig", virtv1.RunStrategyAlways, 30, testguest.ActionACPI)
+	vm.Spec.Template.Spec.NodeSelector = map[string]string{"example.com/pool": pool}
+	vw.createVM(t, vm)
+	_, vmi := vw.waitVM(t, ns, "mig", "Running", bootTimeout, runningVM)
+	if vmi.Status.NodeName != w.node {
+		t.Fatalf("VMI on node %q, want A (%s)", vmi.Status.NodeName, w.node)
+	}
+	waitConsole(t, w.dir, ns, "mig", testguest.ShellMarker, bootTimeout)
+	// B starts only now: it would have claimed the VMI as well as A.
+	w.startNode(t, nodeB, dirB, "-node-labels", "example.com/pool="+pool, "-libvirt-uri", uriB)
+	w.waitNode(t, nodeB, "schedulable", time.Minute, schedulable("true"))
+
+	testMigrateAborted(t, w, ns, nodeB, uriB)
+
+	began := time.Now()
+	if out := w.mustRun(t, "-n", ns, "migrate", "mig"); !strings.Contains(out, "VM mig was scheduled to migrate") {
+		t.Errorf("virtctl migrate printed %q", out)
+	}
+	mig := w.waitMigration(t, ns, 3*time.Minute)
+	took := time.Since(began)
+	if mig.Status.Phase != virtv1.MigrationSucceeded {
+		t.Fatalf("migration %s: %s, want Succeeded; its state %+v", mig.Name, mig.Status.Phase, mig.Status.MigrationState)
+	}
+	var phases []string
+	for _, p := range mig.Status.PhaseTransitionTimestamps {
+		phases = append(phases, string(p.Phase))
+	}
+	if got, want := strings.Join(phases, " "), "Pending Scheduling Scheduled PreparingTarget TargetReady Running Succeeded"; got != want {
+		t.Errorf("migration phases %q, want %q", got, want)
+	}
+	t.Logf("virtctl migrate → Succeeded in %s", took.Round(time.Millisecond))
+
+	vmi = w.waitVMI(t, ns, "mig", "on B, Running and Ready", time.Minute, func(v *virtv1.VirtualMachineInstance) bool {
+		return v.Status.NodeName == nodeB && v.Labels[virtv1.NodeNameLabel] == nodeB && v.Status.Phase == virtv1.Running &&
+			conditionStatus(v, virtv1.VirtualMachineInstanceReady) == k8sv1.ConditionTrue
+	})
+	ms := vmi.Status.MigrationState
+	if ms == nil || !ms.Completed || ms.Failed || ms.SourceNode != w.node || ms.TargetNode != nodeB || ms.MigrationUID != mig.UID ||
+		ms.StartTimestamp == nil || ms.EndTimestamp == nil || ms.TargetNodeAddress != uriB {
+		t.Errorf("VMI migrationState %+v, want completed from %s to %s (%s) by %s", ms, w.node, nodeB, uriB, mig.UID)
+	}
+	if exists, _, _ := w.domain(t, ns, "mig"); exists {
+		t.Error("the domain is still defined on A's libvirt")
+	}
+	connB, err := libvirt.NewConnect(uriB)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer connB.Close()
+	dom, err := connB.LookupDomainByName(domainName(ns, "mig"))
+	if err != nil {
+		t.Fatalf("the domain on B's libvirt: %v", err)
+	}
+	state, _, err := dom.GetState()
+	dom.Free()
+	if err != nil || state != libvirt.DOMAIN_RUNNING {
+		t.Errorf("the domain on B: state %v (%v), want running", state, err)
+	}
+	// B's agent keeps it: still Running on B a few heartbeats later.
+	time.Sleep(5 * time.Second)
+	if got := w.get(t, ns, "mig"); got.Status.Phase != virtv1.Running || got.Status.NodeName != nodeB {
+		t.Errorf("VMI after the migration settled: %s", describe(got))
+	}
+	vw.deleteVM(t, ns, "mig")
+}
+
+// testMigrateAborted: a migration deleted while it runs is aborted: the
+// object goes, the VMI's migrationState is failed with abortRequested, the
+// VMI stays Running on A and the domain runs on A's libvirt, not on B's.
+func testMigrateAborted(t *testing.T, w *virtctlWorld, ns, nodeB, uriB string) {
+	w.mustRun(t, "-n", ns, "migrate", "mig")
+	var list virtv1.VirtualMachineInstanceMigrationList
+	deadline := time.Now().Add(time.Minute)
+	for {
+		if err := w.client.List(context.Background(), &list, client.InNamespace(ns)); err != nil {
+			t.Fatal(err)
+		}
+		if len(list.Items) == 1 && list.Items[0].Status.Phase == virtv1.MigrationRunning {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the migration did not run within a minute: %+v", list.Items)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	mig := &list.Items[0]
+	if err := w.client.Delete(context.Background(), mig); err != nil {
+		t.Fatal(err)
+	}
+	vmi := w.waitVMI(t, ns, "mig", "with the migration aborted", 2*time.Minute, func(v *virtv1.VirtualMachineInstance) bool {
+		ms := v.Status.MigrationState
+		return ms != nil && ms.MigrationUID == mig.UID && ms.Completed
+	})
+	ms := vmi.Status.MigrationState
+	if !ms.Failed || !ms.AbortRequested || vmi.Status.NodeName != w.node || vmi.Labels[virtv1.NodeNameLabel] != w.node {
+		t.Fatalf("after the abort: VMI %s, migrationState %+v; want failed, abortRequested, still on %s", describe(vmi), ms, w.node)
+	}
+	t.Logf("aborted: %s", ms.FailureReason)
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(200 * time.Millisecond) {
+		err := w.client.Get(context.Background(), client.ObjectKeyFromObject(mig), mig)
+		if err != nil {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the deleted migration is still there: finalizers %v", mig.Finalizers)
+		}
+	}
+	if exists, id, _ := w.domain(t, ns, "mig"); !exists || id < 0 {
+		t.Errorf("after the abort the domain on A: defined %v, id %d; want running", exists, id)
+	}
+	connB, err := libvirt.NewConnect(uriB)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer connB.Close()
+	if dom, err := connB.LookupDomainByName(domainName(ns, "mig")); err == nil {
+		dom.Free()
+		t.Error("after the abort a domain is defined on B's libvirt")
+	}
+	w.waitVMI(t, ns, "mig", "Running and Ready on A", time.Minute, func(v *virtv1.VirtualMachineInstance) bool {
+		return v.Status.NodeName == w.node && v.Status.Phase == virtv1.Running && conditionStatus(v, virtv1.VirtualMachineInstanceReady) == k8sv1.ConditionTrue
+	})
+}
+
+// waitMigration waits until the namespace's one migration has ended and
+// returns it.
+func (w *world) waitMigration(t testing.TB, ns string, timeout time.Duration) *virtv1.VirtualMachineInstanceMigration {
+	t.Helper()
+	var last virtv1.VirtualMachineInstanceMigrationList
+	deadline := time.Now().Add(timeout)
+	for time.Now().Before(deadline) {
+		if err := w.client.List(context.Background(), &last, client.InNamespace(ns)); err != nil {
+			t.Fatal(err)
+		}
+		if len(last.Items) == 1 {
+			if p := last.Items[0].Status.Phase; p == virtv1.MigrationSucceeded || p == virtv1.MigrationFailed {
+				return &last.Items[0]
+			}
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	t.Fatalf("no migration in %s ended within %s: %+v", ns, timeout, last.Items)
+	return nil
+}
