@@ -17,7 +17,7 @@ import (
 )
 
 // update rewrites testdata/*/facts.json: go test ./hostcaps -update.
-var update = flag.Bool("update", false, "rewrite testdata/*/facts.json (refused when CI is set)")
+var update = flag.Bool("update", false, "rewrite testdata/*/facts.json and labels.json (refused when CI is set)")
 
 // inputs are a case's inputs.yaml: what the launcher learns beside the
 // documents.
@@ -80,22 +80,28 @@ func TestFacts(t *testing.T) {
 				t.Fatal(err)
 			}
 			got = append(got, '\n')
-			file := filepath.Join(dir, "facts.json")
-			if *update {
-				if err := os.WriteFile(file, got, 0o644); err != nil {
-					t.Fatal(err)
-				}
-				t.Logf("wrote %s: check it by hand", file)
-				return
-			}
-			want, err := os.ReadFile(file)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if !bytes.Equal(got, want) {
-				t.Errorf("%s differs:\n%s", file, golden.LineDiff(string(want), string(got)))
-			}
+			checkGolden(t, filepath.Join(dir, "facts.json"), got)
 		})
+	}
+}
+
+// checkGolden compares got with the golden file, or rewrites it with
+// -update.
+func checkGolden(t *testing.T, file string, got []byte) {
+	t.Helper()
+	if *update {
+		if err := os.WriteFile(file, got, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		t.Logf("wrote %s: check it by hand", file)
+		return
+	}
+	want, err := os.ReadFile(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(got, want) {
+		t.Errorf("%s differs:\n%s", file, golden.LineDiff(string(want), string(got)))
 	}
 }
 

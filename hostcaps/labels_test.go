@@ -1,15 +1,12 @@
 package hostcaps_test
 
 import (
-	"bytes"
 	"encoding/json"
-	"os"
 	"path/filepath"
 	"testing"
 
 	"github.com/vmi2libvirt/vmi2libvirt/convert"
 	"github.com/vmi2libvirt/vmi2libvirt/hostcaps"
-	"github.com/vmi2libvirt/vmi2libvirt/testkit/golden"
 )
 
 // TestNodeLabels checks the node labels of each testdata case's facts
@@ -28,21 +25,7 @@ func TestNodeLabels(t *testing.T) {
 				t.Fatal(err)
 			}
 			got = append(got, '\n')
-			file := filepath.Join(dir, "labels.json")
-			if *update {
-				if err := os.WriteFile(file, got, 0o644); err != nil {
-					t.Fatal(err)
-				}
-				t.Logf("wrote %s: check it by hand", file)
-				return
-			}
-			want, err := os.ReadFile(file)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if !bytes.Equal(got, want) {
-				t.Errorf("%s differs:\n%s", file, golden.LineDiff(string(want), string(got)))
-			}
+			checkGolden(t, filepath.Join(dir, "labels.json"), got)
 		})
 	}
 }
