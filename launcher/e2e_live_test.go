@@ -7,13 +7,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"log/slog"
 	"os"
 	"regexp"
 	"slices"
 	"strings"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -24,7 +22,6 @@ import (
 	"github.com/vmi2libvirt/vmi2libvirt/convert"
 	"github.com/vmi2libvirt/vmi2libvirt/hostplan"
 	"github.com/vmi2libvirt/vmi2libvirt/launcher"
-	"github.com/vmi2libvirt/vmi2libvirt/testkit/streamtest"
 	"github.com/vmi2libvirt/vmi2libvirt/testkit/testguest"
 )
 
@@ -55,60 +52,14 @@ func liveVMI(t testing.TB, base string) *v1.VirtualMachineInstance {
 		"      interfaces:\n      - {name: default, masquerade: {}}", "  networks:\n  - {name: default, pod: {}}\n"))
 }
 
-// guestShell is the console of a running test guest, to ask it things.
-type guestShell struct {
-	t   testing.TB
-	w   io.Writer
-	out *streamtest.Transcript
-	at  int
-	n   atomic.Int32
-}
-
-// bootShell attaches to vmi's console, unpauses it and waits for its shell.
-func bootShell(t testing.TB, e *env, vmi *v1.VirtualMachineInstance) *guestShell {
+// bootLive starts a liveVMI on a liveEnv of its own and waits for its
+// shell; owner is set to the environment's owner, for a launcher after it.
+func bootLive(t testing.TB, owner *string, base string) (*env, *v1.VirtualMachineInstance, *guestShell) {
 	t.Helper()
-	ctx := context.Background()
-	c, err := e.l.Console(ctx, vmi, launcher.ConsoleOptions{})
-	if err != nil {
-		t.Fatalf("Console: %v", err)
-	}
-	t.Cleanup(func() { c.Close() })
-	out := streamtest.ReadAll(c)
-	if err := e.l.Unpause(ctx, vmi); err != nil {
-		t.Fatalf("Unpause: %v", err)
-	}
-	at := out.WaitFor(t, testguest.ShellMarker, 0, bootTimeout)
-	at = out.WaitFor(t, "# ", at, time.Minute)
-	return &guestShell{t: t, w: c, out: out, at: at}
-}
-
-// ask types cmd and returns what it printed.
-func (g *guestShell) ask(cmd string) string {
-	g.t.Helper()
-	n := g.n.Add(1)
-	end := fmt.Sprintf("end-of-%d", n)
-	// The typed line, echoed, does not hold the marker: the quotes go.
-	streamtest.TypeLine(g.t, g.w, fmt.Sprintf(`%s; echo end-of-"%d"`, cmd, n))
-	from := g.at
-	g.at = g.out.WaitFor(g.t, "\n"+end, from, time.Minute)
-	return g.out.String()[from:g.at]
-}
-
-// until asks cmd until its answer satisfies ok, for up to timeout, and
-// returns the last answer and how long it took.
-func (g *guestShell) until(cmd string, timeout time.Duration, ok func(string) bool) (string, time.Duration) {
-	g.t.Helper()
-	began := time.Now()
-	for {
-		out := g.ask(cmd)
-		if ok(out) {
-			return out, time.Since(began)
-		}
-		if time.Since(began) > timeout {
-			g.t.Fatalf("the guest did not answer as wanted to %q within %s; last answer:\n%s", cmd, timeout, out)
-		}
-		time.Sleep(200 * time.Millisecond)
-	}
+	e := liveEnv(t, owner, "")
+	vmi := liveVMI(t, base)
+	e.sync(t, vmi)
+	return e, vmi, bootShell(t, e, vmi)
 }
 
 // The guest's views of its disks, NICs and CPUs.
@@ -163,11 +114,8 @@ func withoutDisk(v *v1.VirtualMachineInstance, name string) *v1.VirtualMachineIn
 // with their field paths, and the guest is untouched.
 func TestE2ELiveChanges(t *testing.T) {
 	var owner string
-	e := liveEnv(t, &owner, "")
+	e, vmi, g := bootLive(t, &owner, "e2e-live")
 	ctx := context.Background()
-	vmi := liveVMI(t, "e2e-live")
-	e.sync(t, vmi)
-	g := bootShell(t, e, vmi)
 	if out := g.ask(onlineCPU); !strings.Contains(out, "cpus 1") {
 		t.Fatalf("before: %s", out)
 	}
@@ -369,11 +317,8 @@ func TestE2ELiveChanges(t *testing.T) {
 // PCI slots".)
 func BenchmarkSyncHotplugDisk(b *testing.B) {
 	var owner string
-	e := liveEnv(b, &owner, "")
+	e, vmi, g := bootLive(b, &owner, "b-hotplug")
 	ctx := context.Background()
-	vmi := liveVMI(b, "b-hotplug")
-	e.sync(b, vmi)
-	g := bootShell(b, e, vmi)
 	var syncs, seen time.Duration
 	b.ResetTimer()
 	for i := range b.N {

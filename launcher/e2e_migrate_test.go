@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"os"
 	"os/exec"
 	"strconv"
@@ -18,7 +17,6 @@ import (
 	"github.com/vmi2libvirt/vmi2libvirt/convert"
 	"github.com/vmi2libvirt/vmi2libvirt/launcher"
 	"github.com/vmi2libvirt/vmi2libvirt/testkit/hosttest"
-	"github.com/vmi2libvirt/vmi2libvirt/testkit/streamtest"
 	"github.com/vmi2libvirt/vmi2libvirt/testkit/testguest"
 )
 
@@ -80,70 +78,6 @@ func migrationVMI(t *testing.T, base, hostDisk string) *v1.VirtualMachineInstanc
 	return vmi
 }
 
-// consoleShell is the test guest's console shell, through one launcher,
-// asked for one line at a time (guestShell, of the live tests, gives whole
-// answers).
-type consoleShell struct {
-	t   *testing.T
-	rw  io.ReadWriteCloser
-	out *streamtest.Transcript
-	at  int
-}
-
-func openShell(t *testing.T, l *launcher.Launcher, vmi *v1.VirtualMachineInstance) *consoleShell {
-	t.Helper()
-	rw, err := l.Console(context.Background(), vmi, launcher.ConsoleOptions{Force: true})
-	if err != nil {
-		t.Fatalf("Console: %v", err)
-	}
-	t.Cleanup(func() { rw.Close() })
-	return &consoleShell{t: t, rw: rw, out: streamtest.ReadAll(rw)}
-}
-
-var askCount struct {
-	sync.Mutex
-	n int
-}
-
-// ask types cmd (a shell command printing one line) and returns the line
-// it printed.
-func (s *consoleShell) ask(cmd string) string {
-	s.t.Helper()
-	askCount.Lock()
-	askCount.n++
-	n := askCount.n
-	askCount.Unlock()
-	// The marker is computed by the guest's shell: the typed line (echoed)
-	// does not hold it.
-	marker := fmt.Sprintf("A%dZ:", n*7)
-	streamtest.TypeLine(s.t, s.rw, fmt.Sprintf("echo A$((%d*7))Z: $(%s)", n, cmd))
-	s.at = s.out.WaitFor(s.t, marker, s.at, 2*time.Minute)
-	end := s.out.WaitFor(s.t, "\n", s.at, 30*time.Second)
-	line := strings.TrimSpace(s.out.String()[s.at:end])
-	s.at = end
-	return line
-}
-
-// guestFacts are what the guest says of itself.
-type guestFacts struct {
-	bootID string
-	uptime float64
-	mac    string
-}
-
-func (s *consoleShell) facts() guestFacts {
-	s.t.Helper()
-	f := strings.Fields(s.ask("cat /proc/sys/kernel/random/boot_id /proc/uptime /sys/class/net/eth0/address"))
-	if len(f) != 4 {
-		s.t.Fatalf("guest facts %q: want boot ID, uptime, idle time, MAC", f)
-	}
-	up, err := strconv.ParseFloat(f[1], 64)
-	if err != nil {
-		s.t.Fatal(err)
-	}
-	return guestFacts{bootID: f[0], uptime: up, mac: f[3]}
-}
-
 // domains lists the domain names a libvirt host has.
 func domains(t *testing.T, uri string) string {
 	t.Helper()
@@ -188,8 +122,8 @@ func testMigrate(t *testing.T, a, b *migrationNode, vmi *v1.VirtualMachineInstan
 		_ = a.l.Delete(context.Background(), vmi)
 		_ = b.l.Delete(context.Background(), vmi)
 	})
-	sh := openShell(t, a.l, vmi)
-	sh.out.WaitFor(t, testguest.ShellMarker, 0, bootTimeout)
+	sh := attachShell(t, a.l, vmi)
+	sh.waitBoot()
 	before := sh.facts()
 	written := "written-before-" + strconv.Itoa(os.Getpid())
 	sh.ask("echo " + written + " | dd of=/dev/vda conv=fsync 2>/dev/null; echo ok")
@@ -222,7 +156,7 @@ func testMigrate(t *testing.T, a, b *migrationNode, vmi *v1.VirtualMachineInstan
 		t.Errorf("target status: phase %s, migrationState %+v (%v)", st.Phase, st.MigrationState, err)
 	}
 
-	sh = openShell(t, b.l, vmi)
+	sh = attachShell(t, b.l, vmi)
 	after := sh.facts()
 	if after.bootID != before.bootID || after.mac != before.mac || after.uptime <= before.uptime {
 		t.Errorf("the guest noticed: before %+v, after %+v", before, after)
@@ -256,8 +190,8 @@ func TestE2EMigrateAborted(t *testing.T) {
 		t.Fatalf("Sync on the source: %v", err)
 	}
 	t.Cleanup(func() { _ = a.l.Delete(context.Background(), vmi) })
-	sh := openShell(t, a.l, vmi)
-	sh.out.WaitFor(t, testguest.ShellMarker, 0, bootTimeout)
+	sh := attachShell(t, a.l, vmi)
+	sh.waitBoot()
 	before := sh.facts()
 
 	mctx, stop := context.WithCancel(ctx)
@@ -319,7 +253,7 @@ func checkStayed(t *testing.T, a, b *migrationNode, vmi *v1.VirtualMachineInstan
 	if st, err := a.l.Status(context.Background(), vmi); err != nil || st.Phase != v1.Running {
 		t.Errorf("source phase %s (%v), want Running", st.Phase, err)
 	}
-	sh := openShell(t, a.l, vmi)
+	sh := attachShell(t, a.l, vmi)
 	if now := sh.facts(); now.bootID != before.bootID || now.uptime <= before.uptime {
 		t.Errorf("the guest on the source rebooted: before %+v, now %+v", before, now)
 	}
@@ -340,8 +274,8 @@ func TestE2EMigrateLaunchersGone(t *testing.T) {
 	if err := a.l.Sync(ctx, vmi); err != nil {
 		t.Fatalf("Sync on the source: %v", err)
 	}
-	sh := openShell(t, a.l, vmi)
-	sh.out.WaitFor(t, testguest.ShellMarker, 0, bootTimeout)
+	sh := attachShell(t, a.l, vmi)
+	sh.waitBoot()
 	before := sh.facts()
 	_ = sh.rw.Close()
 
@@ -372,7 +306,7 @@ func TestE2EMigrateLaunchersGone(t *testing.T) {
 	if st, err := a.l.Status(ctx, vmi); err != nil || st.Phase != v1.Pending {
 		t.Errorf("restarted source's Status: %s (%v), want Pending (no domain)", st.Phase, err)
 	}
-	sh = openShell(t, b.l, vmi)
+	sh = attachShell(t, b.l, vmi)
 	if now := sh.facts(); now.bootID != before.bootID || now.uptime <= before.uptime {
 		t.Errorf("after the restarts: before %+v, now %+v", before, now)
 	}
