@@ -385,8 +385,16 @@ func libvirtEventFor(key string) libvirt.DomainEventType {
 	}
 }
 
+// watchLag bounds how late Watch may deliver a transition after libvirt's
+// event. The launcher has no poll, so every transition rides an event;
+// the lag (the launcher reads the domain's state and status behind it) is
+// logged, tens of milliseconds when idle, and has reached a second on
+// this 2-core machine with the CI and other builds beside it (libvirt
+// holds a killed QEMU's domain until it has cleaned it up).
+const watchLag = 3 * time.Second
+
 // checkTransitions asserts that Watch delivered exactly want (state keys,
-// in order) for vmi, and each within a second of the libvirt lifecycle
+// in order) for vmi, and each within watchLag of the libvirt lifecycle
 // event behind it, as the test's own connection saw it. The event behind a
 // transition is the last event of its kind, after the previous
 // transition's, that came before the transition was delivered; when the
@@ -425,7 +433,7 @@ func (e *env) checkTransitions(t testing.TB, vmi *v1.VirtualMachineInstance, wan
 		}
 		last = chosen
 		lag := times[i].Sub(events[chosen].at)
-		if lag > time.Second {
+		if lag > watchLag {
 			t.Errorf("%s: Watch delivered %s %s after libvirt's event", vmi.Name, k, lag)
 		}
 		t.Logf("%s: %s on Watch %+.1f ms after libvirt's event", vmi.Name, k, float64(lag.Microseconds())/1000)
