@@ -42,6 +42,20 @@ type HostFacts struct {
 	// requires (spec.domain.cpu.features, policy require or force) must
 	// be one of them; nil: not checked.
 	CPUFeatures []string
+	// KnownCPUModels are all the named CPU models QEMU knows for
+	// DomainType, usable on this host or not (KubeVirt's labels of the
+	// models a host-model guest may migrate as).
+	KnownCPUModels []string
+	// TSC is the host CPU's time-stamp counter (nil when libvirt reports
+	// none: no invariant TSC, or not KVM).
+	TSC *TSCCounter
+	// Hyperv are the Hyper-V enlightenments QEMU can give a guest of
+	// DomainType, in libvirt's names ("vpindex", "stimer"...), in its
+	// order.
+	Hyperv []string
+	// LaunchSecurity are the confidential-computing forms the host offers:
+	// "sev", "sev-es", "sev-snp", "tdx", "s390-pv".
+	LaunchSecurity []string
 	// Firmware are the firmware builds QEMU's descriptors list (for the
 	// launcher's choice of Options.EFI and for labels; the converter reads
 	// Options.EFI).
@@ -62,6 +76,16 @@ type HostModelCPU struct {
 	// Features are the features host-model requires beyond Model's;
 	// Disabled are those of Model that this host lacks.
 	Features, Disabled []string
+}
+
+// TSCCounter is the host CPU's time-stamp counter as libvirt's
+// capabilities report it (<counter name="tsc">).
+type TSCCounter struct {
+	// Frequency is in Hz.
+	Frequency uint64
+	// Scalable tells whether KVM can give a guest another frequency (TSC
+	// scaling).
+	Scalable bool
 }
 
 // Firmware is one firmware build of QEMU's firmware descriptors

@@ -11,8 +11,11 @@ import (
 
 // Facts reads the documents of a host into the converter's host facts:
 // machine types (capabilities, for the domain capabilities' architecture
-// and domain type), usable CPU models and the host-model CPU (domain
-// capabilities), the CPU features (the expanded host-model CPU), firmware (descriptors), the NUMA topology (capabilities)
+// and domain type), usable and known CPU models and the host-model CPU
+// (domain capabilities), the CPU features (the expanded host-model CPU),
+// firmware (descriptors), the NUMA topology and the TSC counter
+// (capabilities), the Hyper-V enlightenments and confidential-computing
+// forms (domain capabilities)
 // and what the host lacks of KubeVirt's domain (the CPU modes and TPM
 // backends the domain capabilities offer, the refused probes, the
 // programs). Lacks are in the order of the convert.Lack constants' table
@@ -36,6 +39,9 @@ func Facts(docs Documents) (convert.HostFacts, error) {
 		return f, err
 	}
 	f.NUMA = numaCells(caps)
+	f.TSC = tscCounter(caps)
+	f.Hyperv = hyperv(dc)
+	f.LaunchSecurity = launchSecurity(dc)
 	if f.Firmware, err = firmware(docs.Firmware, dc.Arch); err != nil {
 		return f, err
 	}
@@ -93,7 +99,7 @@ func machineTypes(caps *libvirtxml.Caps, arch, domainType string) []string {
 }
 
 // cpuFacts reads the CPU modes of the domain capabilities: the named models
-// usable with their domain type, the host-model CPU, and which of
+// usable with their domain type and all it knows, the host-model CPU, and which of
 // host-model and host-passthrough the host lacks.
 func cpuFacts(f *convert.HostFacts, dc *libvirtxml.DomainCaps, lacks map[convert.Lack]bool) {
 	f.CPUModels = []string{}
@@ -107,6 +113,9 @@ func cpuFacts(f *convert.HostFacts, dc *libvirtxml.DomainCaps, lacks map[convert
 				for _, model := range m.Models {
 					if model.Usable == "yes" {
 						f.CPUModels = append(f.CPUModels, model.Name)
+					}
+					if model.Usable != "" {
+						f.KnownCPUModels = append(f.KnownCPUModels, model.Name)
 					}
 				}
 			case m.Name == "host-model" && len(m.Models) > 0:

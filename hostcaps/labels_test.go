@@ -1,8 +1,10 @@
 package hostcaps_test
 
 import (
+	"bytes"
 	"encoding/json"
 	"path/filepath"
+	"slices"
 	"testing"
 
 	"github.com/vmi2libvirt/vmi2libvirt/convert"
@@ -57,5 +59,58 @@ func TestNodeLabelsFilter(t *testing.T) {
 		if got[k] != v {
 			t.Errorf("%s: %q, want %q", k, got[k], v)
 		}
+	}
+}
+
+// This host (TCG, no KVM) can have none of KubeVirt's labels of KVM's
+// Hyper-V enlightenments, of the TSC counter or of SEV: its libvirt offers
+// Hyper-V only as QEMU emulates it without KVM (spinlocks, vendor_id: no
+// label), reports no TSC counter and no SEV. The hand-written KVM host with
+// SEV and a TSC counter gets each of them.
+func TestNodeLabelsKVMOnly(t *testing.T) {
+	kvmOnly := []string{
+		"hyperv.node.kubevirt.io/base", "hyperv.node.kubevirt.io/vpindex", "hyperv.node.kubevirt.io/synictimer",
+		"hyperv.node.kubevirt.io/tlbflush", "hyperv.node.kubevirt.io/frequencies", "hyperv.node.kubevirt.io/reenlightenment",
+		hostcaps.TSCFrequencyLabel, hostcaps.TSCScalableLabel, "kubevirt.io/sev", "kubevirt.io/sev-es", "kubevirt.io/sev-snp",
+	}
+	labelsOf := func(dir string) map[string]string {
+		facts, err := hostcaps.Facts(readCase(t, dir))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return hostcaps.NodeLabels(facts)
+	}
+	here, kvm := labelsOf("testdata/debian12-emulated"), labelsOf("testdata/libvirt-docs-kvm-sev-tsc")
+	for _, l := range kvmOnly {
+		if v, ok := here[l]; ok {
+			t.Errorf("this TCG host has %s=%s", l, v)
+		}
+		if _, ok := kvm[l]; !ok {
+			t.Errorf("the KVM host lacks %s", l)
+		}
+	}
+	if kvm[hostcaps.TSCFrequencyLabel] != "2994374000" || kvm[hostcaps.TSCScalableLabel] != "true" {
+		t.Errorf("TSC labels %q %q", kvm[hostcaps.TSCFrequencyLabel], kvm[hostcaps.TSCScalableLabel])
+	}
+	// The same KVM facts under TCG: no Hyper-V labels, as KubeVirt's
+	// labeller without /dev/kvm.
+	facts, _ := hostcaps.Facts(readCase(t, "testdata/libvirt-docs-kvm-sev-tsc"))
+	facts.DomainType = "qemu"
+	if got := hostcaps.HypervLabels(facts); got != nil {
+		t.Errorf("Hyper-V labels under TCG: %v", got)
+	}
+}
+
+// SEV without room for encrypted-state guests is SEV alone; SEV-SNP needs
+// SEV-ES.
+func TestNodeLabelsSEVForms(t *testing.T) {
+	docs := readCase(t, "testdata/libvirt-docs-kvm-sev-tsc")
+	docs.DomainCapabilities = bytes.Replace(docs.DomainCapabilities, []byte("<maxESGuests>15</maxESGuests>"), []byte("<maxESGuests>0</maxESGuests>"), 1)
+	facts, err := hostcaps.Facts(docs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(facts.LaunchSecurity, []string{"sev"}) {
+		t.Errorf("LaunchSecurity %v, want [sev]", facts.LaunchSecurity)
 	}
 }

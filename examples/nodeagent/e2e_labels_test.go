@@ -20,9 +20,11 @@ import (
 // labeller's labels of its host's facts (cpu-model, cpu-feature,
 // host-model-cpu, machine-type), beside its -node-labels; a second agent,
 // whose facts a test-only override replaces (hostFactsEnv), offers another
-// CPU model. With -claim, a VMI whose nodeSelector asks for a CPU model
-// runs on the one node that offers it, and a VMI asking for a model
-// neither offers stays unbound.
+// CPU model, one machine type, and KVM's Hyper-V, TSC and SEV labels. With
+// -claim, a VMI whose nodeSelector asks for a CPU model runs on the one
+// node that offers it, one with a machine type only this host offers runs
+// here (KubeVirt's implicit requirement, nodeapi.Fits), and a VMI asking
+// for a model neither offers stays unbound.
 func TestE2EHostLabels(t *testing.T) {
 	w := newWorld(t)
 	ns := w.namespace(t, "labels")
@@ -48,7 +50,9 @@ func TestE2EHostLabels(t *testing.T) {
 
 	const fakeModel, noModel = "vmi2libvirt-test-model", "vmi2libvirt-no-model"
 	facts, err := json.Marshal(convert.HostFacts{CPUModels: []string{fakeModel}, CPUFeatures: []string{"sse2"},
-		HostModel: &convert.HostModelCPU{Model: fakeModel, Vendor: "vmi2libvirt"}, MachineTypes: []string{"q35"}})
+		HostModel: &convert.HostModelCPU{Model: fakeModel, Vendor: "vmi2libvirt"}, MachineTypes: []string{"q35"},
+		DomainType: "kvm", Hyperv: []string{"vpindex"}, TSC: &convert.TSCCounter{Frequency: 2_994_374_000, Scalable: true},
+		LaunchSecurity: []string{"sev"}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -60,7 +64,39 @@ func TestE2EHostLabels(t *testing.T) {
 		t.Errorf("the faked node's models %v, want only %s", got, fakeModel)
 	}
 
-	want := map[string]string{"on-real": real, "on-fake": fake}
+	// This host (TCG) has no KVM-only labels; the faked KVM facts give
+	// them.
+	for _, prefix := range []string{virtv1.HypervLabel, virtv1.CPUTimerLabel, virtv1.SEVLabel} {
+		if got := withPrefix(n.Labels, prefix); len(got) > 0 {
+			t.Errorf("this TCG host's Node has %s labels %v", prefix, got)
+		}
+	}
+	for _, l := range []string{virtv1.HypervLabel + "vpindex", hostcaps.TSCFrequencyLabel, virtv1.SEVLabel} {
+		if nf.Labels[l] == "" {
+			t.Errorf("the faked KVM node lacks %s: %v", l, nf.Labels)
+		}
+	}
+	if nf.Labels[hostcaps.TSCFrequencyLabel] != "2994374000" || nf.Labels[hostcaps.TSCScalableLabel] != "true" {
+		t.Errorf("the faked node's TSC labels %q %q", nf.Labels[hostcaps.TSCFrequencyLabel], nf.Labels[hostcaps.TSCScalableLabel])
+	}
+	// A machine type only this host offers (its canonical q35): KubeVirt's
+	// implicit machine-type requirement sends the VMI here without a
+	// selector of its own.
+	var machine string
+	for _, m := range withPrefix(n.Labels, virtv1.SupportedMachineTypeLabel) {
+		if strings.HasPrefix(m, "pc-q35-") {
+			machine = m
+		}
+	}
+	if machine == "" {
+		t.Fatalf("no pc-q35-* machine type among %v", withPrefix(n.Labels, virtv1.SupportedMachineTypeLabel))
+	}
+	byMachine := guestVMI(ns, "by-machine", 0, testguest.ActionIgnore)
+	byMachine.Spec.NodeSelector = map[string]string{"example.com/pool": pool}
+	byMachine.Spec.Domain.Machine = &virtv1.Machine{Type: machine}
+	w.create(t, byMachine)
+
+	want := map[string]string{"on-real": real, "on-fake": fake, "by-machine": real}
 	for name, selected := range map[string]string{"on-real": model, "on-fake": fakeModel, "nowhere": noModel} {
 		vmi := guestVMI(ns, name, 0, testguest.ActionIgnore)
 		vmi.Spec.NodeSelector = map[string]string{"example.com/pool": pool, virtv1.CPUModelLabel + selected: "true"}

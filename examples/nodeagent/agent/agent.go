@@ -128,6 +128,10 @@ type Config struct {
 	// Labeller gives the labels of what this node can run, for its Node;
 	// nil: HostLabels of the launcher's host facts and NodeLabels.
 	Labeller NodeLabeller
+	// Scheduling are the cluster's choices of what a VMI requires of its
+	// node, for Claim (nodeapi.Scheduling.Fits); the zero value is
+	// KubeVirt's default.
+	Scheduling nodeapi.Scheduling
 
 	// Workers is how many VMIs are reconciled at once; 0: DefaultWorkers.
 	Workers int
@@ -408,7 +412,7 @@ func addClaimController(mgr manager.Manager, restConfig *rest.Config, scheme *ru
 	}
 	c := &claimReconciler{
 		unbound: unbound, api: mgr.GetAPIReader(), client: mgr.GetClient(),
-		node: cfg.Node, events: events, metrics: metrics, log: log,
+		node: cfg.Node, scheduling: cfg.Scheduling, events: events, metrics: metrics, log: log,
 	}
 	return ctrl.NewControllerManagedBy(mgr).
 		Named("vmi-claim").

@@ -41,9 +41,11 @@ type claimReconciler struct {
 	api     client.Reader // reads from the API server itself: who won
 	client  client.Writer
 	node    string // this node's name: its Node's labels are matched
-	events  record.EventRecorder
-	metrics *agentMetrics
-	log     *slog.Logger
+	// scheduling decides what a VMI requires of this node.
+	scheduling nodeapi.Scheduling
+	events     record.EventRecorder
+	metrics    *agentMetrics
+	log        *slog.Logger
 }
 
 // Reconcile binds one unbound VMI to this node when the VMI may run here.
@@ -65,7 +67,7 @@ func (c *claimReconciler) Reconcile(ctx context.Context, req reconcile.Request) 
 	if node.Labels[v1.NodeSchedulable] != "true" {
 		return reconcile.Result{RequeueAfter: claimRecheck}, nil
 	}
-	ok, err := claimable(&vmi, &node)
+	ok, err := claimable(&vmi, &node, c.scheduling)
 	if err != nil {
 		c.log.Warn("nodeagent: not claiming a VMI whose node affinity cannot be read", "vmi", key(&vmi), "err", err)
 		return reconcile.Result{}, nil
@@ -91,12 +93,12 @@ func (c *claimReconciler) Reconcile(ctx context.Context, req reconcile.Request) 
 }
 
 // claimable tells whether vmi is unbound, alive, and may run on node
-// (nodeapi.Fits).
-func claimable(vmi *v1.VirtualMachineInstance, node *k8sv1.Node) (bool, error) {
+// (s.Fits).
+func claimable(vmi *v1.VirtualMachineInstance, node *k8sv1.Node, s nodeapi.Scheduling) (bool, error) {
 	if vmi.Labels[v1.NodeNameLabel] != "" || vmi.DeletionTimestamp != nil || domain.IsFinal(vmi.Status.Phase) {
 		return false, nil
 	}
-	return nodeapi.Fits(vmi, node, nil)
+	return s.Fits(vmi, node, nil)
 }
 
 // bind sets vmi's kubevirt.io/nodeName label to node with a JSON merge

@@ -13,6 +13,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/vmi2libvirt/vmi2libvirt/examples/nodeagent/internal/testcluster"
+	"github.com/vmi2libvirt/vmi2libvirt/examples/nodeagent/nodeapi"
 )
 
 func TestClaimable(t *testing.T) {
@@ -38,13 +39,15 @@ func TestClaimable(t *testing.T) {
 		{name: "required affinity NotIn", vmi: v1.VirtualMachineInstance{Spec: v1.VirtualMachineInstanceSpec{Affinity: affinity(k8sv1.NodeSelectorOpNotIn, "zone", "a")}}},
 		{name: "affinity that cannot be read", vmi: v1.VirtualMachineInstance{Spec: v1.VirtualMachineInstanceSpec{Affinity: affinity(k8sv1.NodeSelectorOpGt, "gpu", "x")}},
 			err: `spec.affinity.nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution.nodeSelectorTerms[0].matchExpressions[0].values[0]: Invalid value: "x"`},
+		{name: "a machine type the node's labels lack", vmi: v1.VirtualMachineInstance{Spec: v1.VirtualMachineInstanceSpec{Domain: v1.DomainSpec{Machine: &v1.Machine{Type: "q35"}}}}},
+		{name: "SEV the node's labels lack", vmi: v1.VirtualMachineInstance{Spec: v1.VirtualMachineInstanceSpec{Domain: v1.DomainSpec{LaunchSecurity: &v1.LaunchSecurity{SEV: &v1.SEV{}}}}}},
 		{name: "bound already", vmi: v1.VirtualMachineInstance{ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{v1.NodeNameLabel: "node-b"}}}},
 		{name: "being deleted", vmi: v1.VirtualMachineInstance{ObjectMeta: metav1.ObjectMeta{DeletionTimestamp: &deleting}}},
 		{name: "ended", vmi: v1.VirtualMachineInstance{Status: v1.VirtualMachineInstanceStatus{Phase: v1.Failed}}},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			got, err := claimable(&c.vmi, node)
+			got, err := claimable(&c.vmi, node, nodeapi.Scheduling{})
 			if c.err != "" {
 				if err == nil || !strings.Contains(err.Error(), c.err) {
 					t.Fatalf("error %v, want one holding %q", err, c.err)
