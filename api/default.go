@@ -51,6 +51,9 @@ type ClusterConfig struct {
 	// MaxGuest is the cluster's liveUpdateConfiguration.maxGuest; nil means
 	// unset (the ratio applies).
 	MaxGuest *resource.Quantity
+	// EvictionStrategy is the cluster's evictionStrategy: that of VMIs
+	// which set none; empty means None (KubeVirt's default).
+	EvictionStrategy v1.EvictionStrategy
 }
 
 func (c ClusterConfig) machineType() string {
@@ -93,7 +96,7 @@ var defaultSteps = []defaultStep{
 	defaultGuestMemory,        // memory.guest from requests/limits/hugepages
 	defaultCPUTopology,        // sockets from the CPU limit or request
 	defaultPullPolicies,       // containerDisk imagePullPolicy
-	defaultEvictionStrategy,   // evictionStrategy: None
+	defaultEvictionStrategy,   // evictionStrategy: the cluster's (None)
 	defaultPodInterface,       // default pod interface and network
 	defaultVolumeDisks,        // a disk for every volume without one
 	defaultObjects,            // kubevirt.io/api's own defaults (features, disks, cd-rom, inputs, timers, probes)
@@ -153,11 +156,27 @@ func defaultMachineType(vmi *v1.VirtualMachineInstance, cfg ClusterConfig) {
 	}
 }
 
-func defaultEvictionStrategy(vmi *v1.VirtualMachineInstance, _ ClusterConfig) {
+func defaultEvictionStrategy(vmi *v1.VirtualMachineInstance, cfg ClusterConfig) {
 	if vmi.Spec.EvictionStrategy == nil {
-		s := v1.EvictionStrategyNone
+		s := cfg.evictionStrategy()
 		vmi.Spec.EvictionStrategy = &s
 	}
+}
+
+func (c ClusterConfig) evictionStrategy() v1.EvictionStrategy {
+	if c.EvictionStrategy != "" {
+		return c.EvictionStrategy
+	}
+	return v1.EvictionStrategyNone
+}
+
+// EvictionStrategyOf is vmi's evictionStrategy: its own, or the
+// cluster's for a VMI that sets none (one not defaulted by admission).
+func (c ClusterConfig) EvictionStrategyOf(vmi *v1.VirtualMachineInstance) v1.EvictionStrategy {
+	if s := vmi.Spec.EvictionStrategy; s != nil {
+		return *s
+	}
+	return c.evictionStrategy()
 }
 
 // defaultPCITopologyVersion marks VMIs on a PCIe machine (q35) with the PCI

@@ -261,6 +261,12 @@ func TestDefaults(t *testing.T) {
 		{"eviction strategy None", mem, ClusterConfig{}, func(t *testing.T, vmi *v1.VirtualMachineInstance) {
 			eq(t, "eviction", *vmi.Spec.EvictionStrategy, v1.EvictionStrategyNone)
 		}},
+		{"eviction strategy from cluster config", mem, ClusterConfig{EvictionStrategy: v1.EvictionStrategyLiveMigrate}, func(t *testing.T, vmi *v1.VirtualMachineInstance) {
+			eq(t, "eviction", *vmi.Spec.EvictionStrategy, v1.EvictionStrategyLiveMigrate)
+		}},
+		{"eviction strategy kept", mem + "  evictionStrategy: External\n", ClusterConfig{EvictionStrategy: v1.EvictionStrategyLiveMigrate}, func(t *testing.T, vmi *v1.VirtualMachineInstance) {
+			eq(t, "eviction", *vmi.Spec.EvictionStrategy, v1.EvictionStrategyExternal)
+		}},
 		// SetDefaults_*Timer
 		{"timers enabled", "  domain:\n    memory: {guest: 64Mi}\n    clock: {utc: {}, timer: {hpet: {}, rtc: {present: false}}}\n", ClusterConfig{}, func(t *testing.T, vmi *v1.VirtualMachineInstance) {
 			tm := vmi.Spec.Domain.Clock.Timer

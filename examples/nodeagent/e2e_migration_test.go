@@ -22,14 +22,15 @@ import (
 // → a VirtualMachineInstanceMigration that goes through KubeVirt's phases
 // to Succeeded, the VMI's nodeName and kubevirt.io/nodeName label name B,
 // its migrationState is completed from A to B, the domain runs on B's
-// libvirt (owned by B) and is gone from A's, and B's agent keeps the VMI
-// Running and Ready. The time from virtctl migrate to Succeeded is logged.
+// libvirt (owned by B) and is gone from A's, B's agent keeps the VMI
+// Running and Ready, and the guest did not notice the aborted migration
+// nor the migration (its boot ID and uptime asked through virtctl
+// console, on A and then on B). The time from virtctl migrate to Succeeded is logged.
 func TestE2EMigrate(t *testing.T) {
 	pool := uniqueName("pool")
 	w, vw := newVirtctlVMWorldWith(t, "-node-labels", "example.com/pool="+pool)
 	nodeB := uniqueName("node")
 	uriB := hosttest.Node(t, nodeB)
-	dirB := stateDir(t)
 	ns := w.namespace(t, "migrate")
 
 	vm := vw.guestVM(ns, "mig", virtv1.RunStrategyAlways, 30, testguest.ActionACPI)
@@ -41,10 +42,14 @@ func TestE2EMigrate(t *testing.T) {
 	}
 	waitConsole(t, w.dir, ns, "mig", testguest.ShellMarker, bootTimeout)
 	// B starts only now: it would have claimed the VMI as well as A.
-	w.startNode(t, nodeB, dirB, "-node-labels", "example.com/pool="+pool, "-libvirt-uri", uriB)
-	w.waitNode(t, nodeB, "schedulable", time.Minute, schedulable("true"))
+	w.startSecondNode(t, nodeB, uriB, pool)
+	before := w.bootFacts(t, ns, "mig")
 
 	testMigrateAborted(t, w, ns, nodeB, uriB)
+	aborted := w.bootFacts(t, ns, "mig")
+	if aborted.bootID != before.bootID || aborted.uptime <= before.uptime {
+		t.Errorf("the guest noticed the aborted migration: boot ID %s → %s, uptime %.2f → %.2f s", before.bootID, aborted.bootID, before.uptime, aborted.uptime)
+	}
 
 	began := time.Now()
 	if out := w.mustRun(t, "-n", ns, "migrate", "mig"); !strings.Contains(out, "VM mig was scheduled to migrate") {
@@ -72,6 +77,11 @@ func TestE2EMigrate(t *testing.T) {
 	if ms == nil || !ms.Completed || ms.Failed || ms.SourceNode != w.node || ms.TargetNode != nodeB || ms.MigrationUID != mig.UID ||
 		ms.StartTimestamp == nil || ms.EndTimestamp == nil || ms.TargetNodeAddress != uriB {
 		t.Errorf("VMI migrationState %+v, want completed from %s to %s (%s) by %s", ms, w.node, nodeB, uriB, mig.UID)
+	}
+	after := w.bootFacts(t, ns, "mig")
+	t.Logf("the guest: boot %s, uptime %.2f s on A → boot %s, uptime %.2f s on B", before.bootID, before.uptime, after.bootID, after.uptime)
+	if after.bootID != before.bootID || after.uptime <= aborted.uptime {
+		t.Errorf("the guest noticed the migration: boot ID %s → %s, uptime %.2f → %.2f s", before.bootID, after.bootID, aborted.uptime, after.uptime)
 	}
 	if exists, _, _ := w.domain(t, ns, "mig"); exists {
 		t.Error("the domain is still defined on A's libvirt")

@@ -233,7 +233,8 @@ func (m *migrations) run(ctx context.Context, vmi *v1.VirtualMachineInstance, ta
 // finish writes a migration's end to the VMI's migrationState (the
 // launcher's state, when there is one, under the control plane's names):
 // failed with cause, or completed, and then the VMI is the target's
-// (status.nodeName, the kubevirt.io/nodeName label).
+// (status.nodeName, the kubevirt.io/nodeName label) and no longer marked
+// for evacuation (status.evacuationNodeName).
 func (m *migrations) finish(ctx context.Context, ref *v1.VirtualMachineInstance, state *v1.VirtualMachineInstanceMigrationState, cause error) error {
 	return retry.RetryOnConflict(retry.DefaultRetry, func() error {
 		var vmi v1.VirtualMachineInstance
@@ -267,6 +268,8 @@ func (m *migrations) finish(ctx context.Context, ref *v1.VirtualMachineInstance,
 			}
 		} else {
 			vmi.Status.NodeName = cur.TargetNode
+			// Evacuated, as KubeVirt's migration target says.
+			vmi.Status.EvacuationNodeName = ""
 			metav1.SetMetaDataLabel(&vmi.ObjectMeta, v1.NodeNameLabel, cur.TargetNode)
 		}
 		vmi.Status.MigrationState = out

@@ -5,6 +5,7 @@ import (
 	v1 "kubevirt.io/api/core/v1"
 
 	"github.com/vmi2libvirt/vmi2libvirt/examples/nodeagent/controlplane/admission"
+	"github.com/vmi2libvirt/vmi2libvirt/examples/nodeagent/controlplane/evacuation"
 	"github.com/vmi2libvirt/vmi2libvirt/examples/nodeagent/controlplane/migration"
 	"github.com/vmi2libvirt/vmi2libvirt/examples/nodeagent/controlplane/node"
 	"github.com/vmi2libvirt/vmi2libvirt/examples/nodeagent/controlplane/vm"
@@ -20,8 +21,8 @@ type component struct {
 }
 
 // components are the control plane's roles, added in this order by Run:
-// virt-controller's VM, VMI, node and migration controllers (the last
-// where the API server serves migrations), and virt-api's admission
+// virt-controller's VM, VMI, node, migration and evacuation controllers
+// (the last two where the API server serves migrations), and virt-api's admission
 // webhooks and subresource API (v1.subresources.kubevirt.io: what virtctl
 // speaks), on one HTTPS server as virt-api serves them — the subresource
 // API asks the aggregation layer's client certificate in its TLS
@@ -43,6 +44,12 @@ var components = []component{
 			return nil
 		}
 		return migration.Add(e.mgr, migration.Options{Logger: e.log})
+	}},
+	{"evacuation controller", func(e *env) error {
+		if !e.serves(&v1.VirtualMachineInstanceMigrationList{}) {
+			return nil
+		}
+		return evacuation.Add(e.mgr, evacuation.Options{Cluster: e.cfg.Cluster, Logger: e.log})
 	}},
 	{"admission webhooks", func(e *env) error {
 		admission.Register(e.mux, admission.Options{Cluster: e.cfg.Cluster, Logger: logr.FromSlogHandler(e.log.Handler())})

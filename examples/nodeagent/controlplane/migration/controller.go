@@ -6,9 +6,10 @@
 // A new migration gets KubeVirt's finalizer and is Pending; once its VMI
 // runs and no other migration of it is under way, the controller picks the
 // target (Scheduling): a schedulable Node (kubevirt.io/schedulable=true)
-// other than the VMI's, that the VMI's nodeSelector, the migration's
-// addedNodeSelector and the VMI's required node affinity fit
-// (nodeapi.Fits), the first by name. It writes the VMI's
+// other than the VMI's, that is not cordoned, whose NoSchedule taints
+// (a drained node's kubevirt.io/drain) the VMI tolerates, and that the
+// VMI's nodeSelector, the migration's addedNodeSelector and the VMI's
+// required node affinity fit (nodeapi.Fits), the first by name. It writes the VMI's
 // status.migrationState (migrationUid, sourceNode, targetNode): Scheduled,
 // then PreparingTarget. The source node's agent takes it from there: it
 // writes the target's address (TargetReady) and the start (Running), and
@@ -180,7 +181,7 @@ func (r *reconciler) target(ctx context.Context, vmi *v1.VirtualMachineInstance,
 	sort.Slice(nodes.Items, func(i, j int) bool { return nodes.Items[i].Name < nodes.Items[j].Name })
 	for i := range nodes.Items {
 		n := &nodes.Items[i]
-		if n.Name == vmi.Status.NodeName || n.Spec.Unschedulable {
+		if n.Name == vmi.Status.NodeName {
 			continue
 		}
 		ok, err := nodeapi.Fits(vmi, n, added)

@@ -27,9 +27,10 @@ func node(name string, schedulable string, labels map[string]string) *k8sv1.Node
 
 // TestReconcile walks a migration through its phases as the source
 // agent's writes to the VMI's migrationState move it: the target is the
-// schedulable node other than the source that the VMI's nodeSelector
-// fits; each phase entered has its timestamp; deleting the migration
-// under way asks the abort and keeps the finalizer until it ended.
+// schedulable node other than the source, not cordoned nor tainted, that
+// the VMI's nodeSelector fits; each phase entered has its timestamp;
+// deleting the migration under way asks the abort and keeps the finalizer
+// until it ended.
 func TestReconcile(t *testing.T) {
 	s, err := scheme.New()
 	if err != nil {
@@ -45,10 +46,14 @@ func TestReconcile(t *testing.T) {
 		ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "m", UID: "mig-uid"},
 		Spec:       v1.VirtualMachineInstanceMigrationSpec{VMIName: "vmi"},
 	}
+	cordoned, drained := node("c1", "true", pool), node("c2", "true", pool)
+	cordoned.Spec.Unschedulable = true
+	drained.Spec.Taints = []k8sv1.Taint{{Key: "kubevirt.io/drain", Value: "draining", Effect: k8sv1.TaintEffectNoSchedule}}
 	c := fake.NewClientBuilder().WithScheme(s).WithStatusSubresource(&v1.VirtualMachineInstanceMigration{}).
 		WithObjects(vmi, mig,
 			node("a", "true", pool), node("b", "false", pool), // the source; unschedulable
-			node("c", "true", nil), node("d", "true", pool), // not in the pool; the target
+			node("c", "true", nil), cordoned, drained, // not in the pool; cordoned; tainted
+			node("d", "true", pool), // the target
 		).Build()
 	r := &reconciler{client: c, log: slog.New(slog.DiscardHandler)}
 	ctx := context.Background()
