@@ -51,8 +51,6 @@
 //	                                                 cloud-init volume's: the domain is the same)
 //	spec.domain.devices.disks[*].changedBlockTracking
 //	                                                 KubeVirt's backup machinery on the node
-//	spec.volumes[*].persistentVolumeClaim.hotpluggable,
-//	  spec.volumes[*].dataVolume.hotpluggable        KubeVirt's virt-handler hot-plugs volumes
 //	spec.domain.devices.interfaces[*].tag,           with a config drive: device metadata the host's
 //	  spec.domain.devices.hostDevices[*].tag,        launcher does not write
 //	  spec.domain.devices.gpus[*].tag

@@ -51,6 +51,7 @@ const (
 //	downwardAPI
 //	persistentVolumeClaim the disk Claims names for its claimName
 //	dataVolume            the disk Claims names for the data volume's name
+//	                      (hotpluggable or not: a hot-plugged claim is mapped as any other)
 //	hostDisk              its path as written, cleaned (a block device when under /dev/), when it
 //	                      lies under a folder of HostDiskAllow; type DiskOrCreate creates a sparse
 //	                      raw file of its capacity when missing

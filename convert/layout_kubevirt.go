@@ -19,6 +19,7 @@ import (
 //	containerDisk         /var/run/kubevirt-ephemeral-disks/disk-data/<volume>/disk.qcow2,
 //	                      a qcow2 overlay over /var/run/kubevirt/container-disks/disk_<volume index>.img (qcow2)
 //	persistentVolumeClaim /var/run/kubevirt-private/vmi-disks/<volume>/disk.img (raw), or /dev/<volume> when block
+//	                      hotpluggable: /var/run/kubevirt/hotplug-disks/<volume>.img, or .../hotplug-disks/<volume> when block
 //	dataVolume            as persistentVolumeClaim
 //	ephemeral             /var/run/kubevirt-ephemeral-disks/disk-data/<volume>/disk.qcow2 over the claim's image
 //	hostDisk              /var/run/kubevirt-private/vmi-disks/<volume>/<base name of its path> (raw)
@@ -67,6 +68,7 @@ const (
 	kvPrivate         = "/var/run/kubevirt-private"
 	kvVMIDisks        = kvPrivate + "/vmi-disks"
 	kvEmptyDisks      = "/var/run/libvirt/empty-disks"
+	kvHotplugDisks    = "/var/run/kubevirt/hotplug-disks"
 	kvPRHelperSocket  = "/var/run/kubevirt/daemons/pr/pr-helper.sock"
 	kvDownwardMetrics = kvPrivate + "/downwardapi-disks/vhostmd0"
 	// kvDownwardMetricsSocket is the downward metrics channel's socket,
@@ -86,6 +88,9 @@ func (l KubeVirtLayout) Volume(vmi *v1.VirtualMachineInstance, index int) (DiskS
 		return DiskSource{Type: "file", Path: kvOverlay(name), Format: "qcow2",
 			BackingPath: kvContainerDisks + "/disk_" + strconv.Itoa(index) + ".img", BackingFormat: "qcow2"}, nil
 	case volPVC, volDataVolume:
+		if hotpluggableClaim(v) {
+			return l.hotplugClaim(name), nil
+		}
 		return l.claim(name), nil
 	case volEphemeral:
 		base := l.claim(name)
@@ -144,6 +149,23 @@ func (l KubeVirtLayout) claim(volume string) DiskSource {
 		return DiskSource{Type: "block", Path: "/dev/" + volume, Format: "raw"}
 	}
 	return DiskSource{Type: "file", Path: kvVMIDisks + "/" + volume + "/disk.img", Format: "raw"}
+}
+
+// hotplugClaim is where virt-handler mounts a hot-plugged claim in the
+// pod: a file <volume>.img or a block device <volume> in KubeVirt's
+// hotplug-disks folder.
+func (l KubeVirtLayout) hotplugClaim(volume string) DiskSource {
+	if slices.Contains(l.BlockVolumes, volume) {
+		return DiskSource{Type: "block", Path: kvHotplugDisks + "/" + volume, Format: "raw"}
+	}
+	return DiskSource{Type: "file", Path: kvHotplugDisks + "/" + volume + ".img", Format: "raw"}
+}
+
+// hotpluggableClaim tells whether a claim or data volume is hot-pluggable
+// (KubeVirt attaches it through an attachment pod, not the VMI's pod).
+func hotpluggableClaim(v *v1.Volume) bool {
+	return v.PersistentVolumeClaim != nil && v.PersistentVolumeClaim.Hotpluggable ||
+		v.DataVolume != nil && v.DataVolume.Hotpluggable
 }
 
 // ReservationSocket is the pr-helper socket KubeVirt runs next to its pods

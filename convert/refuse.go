@@ -10,7 +10,7 @@ import (
 // because what honours them in KubeVirt is missing on a plain libvirt host:
 // KubeVirt's node agent (virt-handler: probes, the guest agent's access
 // credentials), its cluster (dynamic resource
-// allocation, utility volumes, hot-plugged volumes), or something the
+// allocation, utility volumes), or something the
 // converter does not set up (confidential computing, realtime's settings,
 // Ignition's -fw_cfg file, ACPI tables read from secret
 // volumes, changed block tracking, device metadata in a config drive).
@@ -86,14 +86,6 @@ var itemRefusals = []struct {
 	{numDisks, func(vmi *v1.VirtualMachineInstance, i int) bool {
 		return switchedOn(vmi.Spec.Domain.Devices.Disks[i].ChangedBlockTracking)
 	}, func(i int) *field.Path { return disksPath.Index(i).Child("changedBlockTracking") }, "changed block tracking is not supported"},
-	{numVolumes, func(vmi *v1.VirtualMachineInstance, i int) bool {
-		c := vmi.Spec.Volumes[i].PersistentVolumeClaim
-		return c != nil && c.Hotpluggable
-	}, func(i int) *field.Path { return volumesPath.Index(i).Child("persistentVolumeClaim", "hotpluggable") }, "hot-plugged volumes are not supported"},
-	{numVolumes, func(vmi *v1.VirtualMachineInstance, i int) bool {
-		dv := vmi.Spec.Volumes[i].DataVolume
-		return dv != nil && dv.Hotpluggable
-	}, func(i int) *field.Path { return volumesPath.Index(i).Child("dataVolume", "hotpluggable") }, "hot-plugged volumes are not supported"},
 	// With a cloudInitConfigDrive volume, KubeVirt writes each tagged
 	// device's guest address into the config drive's device metadata;
 	// without one it ignores tags, and so does the converter.

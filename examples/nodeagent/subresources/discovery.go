@@ -26,7 +26,7 @@ var Versions = func() []string {
 // resourceNames are the resources of the group's resource list, virt-api's
 // list, in its order: Kubernetes' discovery asks each aggregated API
 // server for one. The list names what virt-api serves; this server serves
-// the lifecycle, console, VNC and guest agent ones (routes), and answers
+// the lifecycle, console, VNC, guest agent and volume ones (routes), and answers
 // the others 404.
 var resourceNames = []string{
 	"expand-vm-spec",

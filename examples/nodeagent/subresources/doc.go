@@ -34,7 +34,14 @@
 // read (JSON patches with test operations: a VM changed meanwhile is a
 // conflict), the VMI's terminationGracePeriodSeconds for a stop with a
 // grace period or a forced restart, a VirtualMachineInstanceMigration for
-// migrate — and leave the rest to the VM controller. Virtual machine
+// migrate — and leave the rest to the VM controller. Volume hotplug (PUT
+// virtualmachines/NAME/addvolume and removevolume, and the same on
+// virtualmachineinstances, with AddVolumeOptions and RemoveVolumeOptions:
+// 202, or virt-api's 400 and 409) is virt-api's declarative hotplug: the
+// VM's template, or the spec of a running VMI no VM owns, gets the
+// hot-pluggable volume and its disk (or loses them); the VM controller
+// brings a running VM's VMI to its template, the node agent attaches or
+// detaches the disk. Virtual machine
 // instances: PUT virtualmachineinstances/NAME/pause, unpause and
 // softreboot (200), GET guestosinfo, userlist and filesystemlist, and the
 // WebSockets GET console and vnc (subprotocol plain.kubevirt.io, every
@@ -44,7 +51,7 @@
 // VMI's node (status.nodeName) through the node API (package nodeapi):
 // the agent's address is its Node's nodeapi.AddressAnnotation, the
 // connection mutual TLS with the certificates of Config.NodeAgentCertDir.
-// virt-api's other subresources (freeze, reset, portforward, volumes,
+// virt-api's other subresources (freeze, reset, portforward,
 // screenshots...) are listed and answered 404.
 //
 // # Authentication and authorization

@@ -263,6 +263,10 @@ func (s *Server) routes() http.Handler {
 		handle("PUT", vm("stop"), s.stopVM)
 		handle("PUT", vm("restart"), s.restartVM)
 		handle("PUT", vm("migrate"), s.migrateVM)
+		handle("PUT", vm("addvolume"), s.vmVolume(true))
+		handle("PUT", vm("removevolume"), s.vmVolume(false))
+		handle("PUT", vmi("addvolume"), s.vmiVolume(true))
+		handle("PUT", vmi("removevolume"), s.vmiVolume(false))
 		for _, a := range vmiActions {
 			handle("PUT", vmi(a.op), s.act(a))
 		}
