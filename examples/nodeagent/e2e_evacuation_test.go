@@ -63,10 +63,7 @@ func TestE2EEvacuate(t *testing.T) {
 			t.Fatalf("kubectl %s: %v\n%s", strings.Join(args, " "), err, stderr)
 		}
 	}
-	vmi := w.waitVMI(t, ns, "evac", "on B, Running and Ready", 2*time.Minute, func(v *virtv1.VirtualMachineInstance) bool {
-		return v.Status.NodeName == nodeB && v.Labels[virtv1.NodeNameLabel] == nodeB && v.Status.Phase == virtv1.Running &&
-			conditionStatus(v, virtv1.VirtualMachineInstanceReady) == k8sv1.ConditionTrue
-	})
+	vmi := w.waitRunningOn(t, ns, "evac", nodeB, 2*time.Minute)
 	t.Logf("taint and cordon → evac Running on B in %s", time.Since(began).Round(time.Millisecond))
 	if vmi.Status.EvacuationNodeName != "" {
 		t.Errorf("evac's evacuationNodeName %q after it left A, want it cleared", vmi.Status.EvacuationNodeName)
@@ -131,6 +128,16 @@ func (w *virtctlWorld) startSecondNode(t testing.TB, node, uri, pool string) *ag
 	a.waitFor(ctx, t, "node API address written to the Node")
 	w.waitNode(t, node, "schedulable", time.Minute, schedulable("true"))
 	return a
+}
+
+// waitRunningOn waits until the VMI ns/name is Running and Ready on node,
+// its status.nodeName and kubevirt.io/nodeName label naming it.
+func (w *virtctlWorld) waitRunningOn(t testing.TB, ns, name, node string, timeout time.Duration) *virtv1.VirtualMachineInstance {
+	t.Helper()
+	return w.waitVMI(t, ns, name, "on "+node+", Running and Ready", timeout, func(v *virtv1.VirtualMachineInstance) bool {
+		return v.Status.NodeName == node && v.Labels[virtv1.NodeNameLabel] == node && v.Status.Phase == virtv1.Running &&
+			conditionStatus(v, virtv1.VirtualMachineInstanceReady) == k8sv1.ConditionTrue
+	})
 }
 
 // bootFacts are what the guest says of its boot.

@@ -69,10 +69,7 @@ func TestE2EMigrate(t *testing.T) {
 	}
 	t.Logf("virtctl migrate → Succeeded in %s", took.Round(time.Millisecond))
 
-	vmi = w.waitVMI(t, ns, "mig", "on B, Running and Ready", time.Minute, func(v *virtv1.VirtualMachineInstance) bool {
-		return v.Status.NodeName == nodeB && v.Labels[virtv1.NodeNameLabel] == nodeB && v.Status.Phase == virtv1.Running &&
-			conditionStatus(v, virtv1.VirtualMachineInstanceReady) == k8sv1.ConditionTrue
-	})
+	vmi = w.waitRunningOn(t, ns, "mig", nodeB, time.Minute)
 	ms := vmi.Status.MigrationState
 	if ms == nil || !ms.Completed || ms.Failed || ms.SourceNode != w.node || ms.TargetNode != nodeB || ms.MigrationUID != mig.UID ||
 		ms.StartTimestamp == nil || ms.EndTimestamp == nil || ms.TargetNodeAddress != uriB {

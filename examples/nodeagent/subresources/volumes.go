@@ -16,10 +16,14 @@ import (
 // Volume hotplug: virtctl addvolume and removevolume, as virt-api of
 // KubeVirt v1.8 serves them with declarative hotplug (feature gate
 // DeclarativeHotplugVolumes, not HotplugVolumes). On a VM the request
-// changes its template (the VM controller then brings the running VMI's
-// hot-pluggable volumes to the template's); on a VMI that no VM owns, the
-// VMI's spec. Both are JSON patches that test the volumes and disks they
-// replace. The node agent then attaches or detaches the disk live.
+// changes its template; on a VMI that no VM owns, the VMI's spec. Both are
+// JSON patches that test the volumes and disks they replace. What follows
+// is not done here yet: the VM controller does not bring a running VMI's
+// hot-pluggable volumes to its template (the VM gets RestartRequired, and
+// the next VMI has them), and the VMI update admission refuses spec
+// changes by default (admission.RefuseSpecChanges), so a standalone VMI's
+// patch needs an admission.Options.LiveUpdate that lets volumes through.
+// The node agent attaches or detaches a disk whose VMI spec changed.
 
 // The messages of virt-api's refusals of volume requests.
 const (

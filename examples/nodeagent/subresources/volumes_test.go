@@ -127,8 +127,7 @@ func TestVMIAddRemoveVolume(t *testing.T) {
 	}
 }
 
-// addvolume on a VM changes its template only (the VM controller brings
-// the VMI to it); removevolume on the VM removes it from the template.
+// addvolume on a VM changes its template only; removevolume on the VM removes it from the template.
 func TestVMAddRemoveVolume(t *testing.T) {
 	vm := &v1.VirtualMachine{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "tiny"},
 		Spec: v1.VirtualMachineSpec{Template: &v1.VirtualMachineInstanceTemplateSpec{Spec: runningVMI().Spec}}}
