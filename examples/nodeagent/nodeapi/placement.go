@@ -49,6 +49,12 @@ func (s Scheduling) Fits(vmi *v1.VirtualMachineInstance, node *k8sv1.Node, added
 	return required.Match(node), nil
 }
 
+// kubeletTaints are the taints of a node whose kubelet is not ready, which
+// the API server's TaintNodesByCondition puts on every new Node and no
+// node lifecycle controller takes off here: the agent's heartbeat
+// (kubevirt.io/schedulable) says whether a node is ready.
+var kubeletTaints = map[string]bool{k8sv1.TaintNodeNotReady: true, k8sv1.TaintNodeUnreachable: true}
+
 // tolerated tells whether tolerations let a new pod onto node: its
 // scheduling taints, and its cordon as the taint the node lifecycle
 // controller puts for it.
@@ -59,7 +65,7 @@ func tolerated(tolerations []k8sv1.Toleration, node *k8sv1.Node) bool {
 	}
 	for i := range taints {
 		taint := &taints[i]
-		if taint.Effect == k8sv1.TaintEffectPreferNoSchedule {
+		if taint.Effect == k8sv1.TaintEffectPreferNoSchedule || kubeletTaints[taint.Key] {
 			continue
 		}
 		if !slices.ContainsFunc(tolerations, func(t k8sv1.Toleration) bool { return t.ToleratesTaint(taint) }) {

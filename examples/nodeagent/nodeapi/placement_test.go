@@ -29,6 +29,7 @@ func TestFitsTaints(t *testing.T) {
 		{name: "drain taint, tolerated", spec: k8sv1.NodeSpec{Taints: []k8sv1.Taint{drain}}, tolerations: []k8sv1.Toleration{tolerateDrain}, want: true},
 		{name: "drain taint tolerated, cordon not", spec: k8sv1.NodeSpec{Unschedulable: true, Taints: []k8sv1.Taint{drain}}, tolerations: []k8sv1.Toleration{tolerateDrain}},
 		{name: "NoExecute", spec: k8sv1.NodeSpec{Taints: []k8sv1.Taint{{Key: "x", Effect: k8sv1.TaintEffectNoExecute}}}},
+		{name: "not-ready (no kubelet)", spec: k8sv1.NodeSpec{Taints: []k8sv1.Taint{{Key: k8sv1.TaintNodeNotReady, Effect: k8sv1.TaintEffectNoSchedule}}}, want: true},
 		{name: "PreferNoSchedule", spec: k8sv1.NodeSpec{Taints: []k8sv1.Taint{{Key: "x", Effect: k8sv1.TaintEffectPreferNoSchedule}}}, want: true},
 	}
 	for _, c := range cases {
