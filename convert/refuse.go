@@ -108,7 +108,6 @@ const deviceTagsWhy = "device tags in the config drive's device metadata are not
 var (
 	numAccessCredentials = func(vmi *v1.VirtualMachineInstance) int { return len(vmi.Spec.AccessCredentials) }
 	numDisks             = func(vmi *v1.VirtualMachineInstance) int { return len(vmi.Spec.Domain.Devices.Disks) }
-	numVolumes           = func(vmi *v1.VirtualMachineInstance) int { return len(vmi.Spec.Volumes) }
 	numInterfaces        = func(vmi *v1.VirtualMachineInstance) int { return len(vmi.Spec.Domain.Devices.Interfaces) }
 	numHostDevices       = func(vmi *v1.VirtualMachineInstance) int { return len(vmi.Spec.Domain.Devices.HostDevices) }
 	numGPUs              = func(vmi *v1.VirtualMachineInstance) int { return len(vmi.Spec.Domain.Devices.GPUs) }

@@ -92,30 +92,31 @@ func dryRunOf(req *volumeRequest) []string {
 // checkVolumeRequest refuses a request that the volumes cannot take, with
 // virt-api's messages: an added volume whose name, or whose claim or data
 // volume, a volume has already; a removed volume that no volume is (by
-// name or claim) or that is not hot-pluggable.
-func checkVolumeRequest(volumes []v1.Volume, req *volumeRequest) error {
+// name or claim) or that is not hot-pluggable. It returns the refusal's
+// message (virt-api's, capitalized), or "" when the volumes can take req.
+func checkVolumeRequest(volumes []v1.Volume, req *volumeRequest) string {
 	if add := req.AddVolumeOptions; add != nil {
 		source := hotplugSourceName(add.VolumeSource)
 		for i := range volumes {
 			switch {
 			case volumes[i].Name == add.Name:
-				return fmt.Errorf("Unable to add volume [%s] because volume with that name already exists", add.Name)
+				return fmt.Sprintf("Unable to add volume [%s] because volume with that name already exists", add.Name)
 			case source != "" && claimOf(&volumes[i]) == source:
-				return fmt.Errorf("Unable to add volume source [%s] because it already exists", source)
+				return fmt.Sprintf("Unable to add volume source [%s] because it already exists", source)
 			}
 		}
-		return nil
+		return ""
 	}
 	name := req.RemoveVolumeOptions.Name
 	for i := range volumes {
 		if volumes[i].Name == name || claimOf(&volumes[i]) == name {
 			if !hotpluggable(&volumes[i]) {
-				return fmt.Errorf("Unable to remove volume [%s] because it is not hotpluggable", volumes[i].Name)
+				return fmt.Sprintf("Unable to remove volume [%s] because it is not hotpluggable", volumes[i].Name)
 			}
-			return nil
+			return ""
 		}
 	}
-	return fmt.Errorf("Unable to remove volume [%s] because it does not exist", name)
+	return fmt.Sprintf("Unable to remove volume [%s] because it does not exist", name)
 }
 
 // hotplugSourceName is the claim or data volume an added volume names.
@@ -268,8 +269,8 @@ func (s *Server) patchVMVolumes(ctx context.Context, ns, name string, req *volum
 		vm.Spec.Template = &v1.VirtualMachineInstanceTemplateSpec{}
 	}
 	spec := &vm.Spec.Template.Spec
-	if err := checkVolumeRequest(spec.Volumes, req); err != nil {
-		return vmConflict(name, err.Error())
+	if msg := checkVolumeRequest(spec.Volumes, req); msg != "" {
+		return vmConflict(name, msg)
 	}
 	patch, err := volumeRequestPatch("/spec/template", spec, req)
 	if err != nil {
@@ -291,8 +292,8 @@ func (s *Server) patchVMIVolumes(ctx context.Context, ns, name string, req *volu
 	if !vmi.IsRunning() {
 		return vmiConflict(name, msgVMINotRunning)
 	}
-	if err := checkVolumeRequest(vmi.Spec.Volumes, req); err != nil {
-		return vmiConflict(name, err.Error())
+	if msg := checkVolumeRequest(vmi.Spec.Volumes, req); msg != "" {
+		return vmiConflict(name, msg)
 	}
 	patch, err := volumeRequestPatch("", &vmi.Spec, req)
 	if err != nil {
