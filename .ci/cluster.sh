@@ -239,6 +239,18 @@ spec:
 EOF
 		done
 	} | kubectl apply -f - >&2
+	# The API server's availability controller probes each APIService's
+	# discovery before it proxies to it; until then a client such as
+	# virtctl gets 503 "the server is currently unable to handle the
+	# request". up returns only once both say Available.
+	local began=$SECONDS
+	for v in v1 v1alpha3; do
+		until [ "$(kubectl get apiservice "$v.subresources.kubevirt.io" \
+			-o jsonpath='{.status.conditions[?(@.type=="Available")].status}')" = True ]; do
+			[ $((SECONDS - began)) -lt 120 ] || die "the APIService $v.subresources.kubevirt.io is not Available after 120s: $(kubectl get apiservice "$v.subresources.kubevirt.io" -o jsonpath='{.status.conditions}')"
+			sleep 0.5
+		done
+	done
 }
 
 # write_kubeconfig [FILE USER]: a kubeconfig of the client certificate
@@ -335,7 +347,7 @@ $(tail -n 20 "$state/controlplane.log")"
 		"$nodeagent/deploy/admission-webhooks.yaml" | kubectl apply --server-side --force-conflicts -f - >&2
 	log "admission webhooks installed (virt-api-mutator, virt-api-validator)"
 	register_subresources
-	log "APIServices v1 and v1alpha3 of subresources.kubevirt.io registered (served by the control plane on 127.0.0.1:$cp_port)"
+	log "APIServices v1 and v1alpha3 of subresources.kubevirt.io registered and Available (served by the control plane on 127.0.0.1:$cp_port)"
 }
 
 up() {

@@ -171,17 +171,19 @@ func TestSoak(t *testing.T) {
 	wg.Wait()
 
 	s.report(t, settled, len(last) == 0)
+	// The processes' output first and the verdict last: a log cut to its
+	// tail (as CI's is) still shows why the soak failed.
+	if len(s.violations) > 0 || len(last) > 0 {
+		for i, a := range agents {
+			t.Logf("agent %s output:\n%s", s.nodes[i], tail(a.output(), 60))
+		}
+		t.Logf("control plane output:\n%s", tail(vw.cp.Output(), 40))
+	}
 	for _, v := range s.violations {
 		t.Errorf("soak (seed %d): %s", seed, v)
 	}
 	for _, d := range last {
 		t.Errorf("soak (seed %d): not converged %s after the faults stopped: %s", seed, settled.Round(time.Second), d)
-	}
-	if t.Failed() {
-		for i, a := range agents {
-			t.Logf("agent %s output:\n%s", s.nodes[i], tail(a.output(), 60))
-		}
-		t.Logf("control plane output:\n%s", tail(vw.cp.Output(), 40))
 	}
 	// Clean up what is left, for the next run on the same libvirtd.
 	for _, o := range s.objectsCopy() {
