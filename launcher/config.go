@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/google/go-containerregistry/pkg/authn"
+	v1 "kubevirt.io/api/core/v1"
 
 	"github.com/vmi2libvirt/vmi2libvirt/api"
 	"github.com/vmi2libvirt/vmi2libvirt/convert"
@@ -37,6 +38,14 @@ type Config struct {
 	// convert.DefaultStateDir, an empty ImageStore convert.DefaultImageStore
 	// (the image store the launcher pulls into).
 	Layout convert.HostLayout
+
+	// ClaimsOf, when set, gives the claims of each VMI at each plan: the
+	// host disks behind the persistentVolumeClaim and dataVolume names its
+	// volumes use (see convert.HostLayout.Claims), in place of
+	// Layout.Claims, which must then be empty. Claims are namespaced: a
+	// node agent maps them per namespace with it, so that a VMI reaches
+	// only its own namespace's.
+	ClaimsOf func(vmi *v1.VirtualMachineInstance) map[string]convert.DiskSource
 
 	// Options are the converter's options: SMBIOS strings (empty:
 	// KubeVirt's, "KubeVirt" and "None"), the OVMF files (empty: the first
@@ -187,6 +196,8 @@ func (cfg Config) check() error {
 	switch {
 	case cfg.Options.Layout != nil:
 		return fmt.Errorf("launcher: Config.Options.Layout is set: the launcher places VMIs with Config.Layout")
+	case cfg.ClaimsOf != nil && len(cfg.Layout.Claims) > 0:
+		return fmt.Errorf("launcher: Config.ClaimsOf and Config.Layout.Claims are both set: give each VMI's claims one way")
 	case cfg.Options.DomainType != "":
 		return fmt.Errorf("launcher: Config.Options.DomainType is set: the launcher chooses it (kvm, or qemu with Config.Emulate)")
 	case cfg.Images.Root != "" && filepath.Clean(cfg.Images.Root) != filepath.Clean(cfg.Layout.ImageStore):

@@ -68,6 +68,11 @@ func (l *Launcher) planPinned(ctx context.Context, vmi *v1.VirtualMachineInstanc
 	if err != nil {
 		return nil, withVMI(err, key)
 	}
+	if l.cfg.ClaimsOf != nil {
+		layout := l.cfg.Layout
+		layout.Claims = l.cfg.ClaimsOf(vmi)
+		host.Options.Layout = layout
+	}
 	req, err := hostplan.Prepare(vmi, host)
 	if err != nil {
 		return nil, err

@@ -28,6 +28,10 @@ type config struct {
 	NodeLabels labels.Set // this node's labels, for -claim
 	StateDir   string     // one state folder per VMI below it (absolute)
 
+	// VolumeClaims maps a namespace's persistentVolumeClaim (or dataVolume)
+	// names to the host disks behind them: namespace → claim → disk.
+	VolumeClaims map[string]map[string]convert.DiskSource
+
 	MetricsAddress string   // where /metrics, /healthz, /readyz and /consoles are served
 	StreamAddress  string   // IP of each running VMI's console and VNC ports; empty: none
 	StreamOrigins  []string // web origins whose pages may open the VNC WebSocket ports
@@ -58,6 +62,11 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 		return nil
 	})
 	fs.StringVar(&cfg.StateDir, "state-dir", convert.DefaultStateDir, "`DIR` holding one state folder per VMI")
+	fs.Func("volume-claims", "the host disks behind claims, `NAMESPACE/CLAIM=PATH,...`: a VMI's persistentVolumeClaim or dataVolume CLAIM in NAMESPACE is the raw file or block device (under /dev/) PATH, absolute", func(s string) error {
+		claims, err := parseVolumeClaims(s)
+		cfg.VolumeClaims = claims
+		return err
+	})
 	fs.StringVar(&cfg.MetricsAddress, "metrics-address", agent.DefaultHTTPAddress,
 		"`ADDR` serving /metrics, /healthz, /readyz and /consoles (port 0: any free port, logged; off: none)")
 	fs.StringVar(&cfg.StreamAddress, "stream-address", "",
@@ -79,7 +88,7 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 		"the longest `DURATION` between two heartbeats written to this node's Node (kubevirt.io/heartbeat; changes are written at once)")
 	fs.StringVar(&cfg.LibvirtURI, "libvirt-uri", "", "the libvirt connection `URI` (default "+launcher.DefaultURI+")")
 	fs.Usage = func() {
-		fmt.Fprintln(stderr, "usage: nodeagent -kubeconfig FILE -node NAME [-emulate] [-claim] [-node-labels k=v,...] [-state-dir DIR] [-metrics-address ADDR] [-stream-address IP] [-stream-origins HOST:PORT,...] [-api-address HOST:PORT -api-certs DIR] [-heartbeat-interval DURATION] [-libvirt-uri URI]")
+		fmt.Fprintln(stderr, "usage: nodeagent -kubeconfig FILE -node NAME [-emulate] [-claim] [-node-labels k=v,...] [-state-dir DIR] [-volume-claims NAMESPACE/CLAIM=PATH,...] [-metrics-address ADDR] [-stream-address IP] [-stream-origins HOST:PORT,...] [-api-address HOST:PORT -api-certs DIR] [-heartbeat-interval DURATION] [-libvirt-uri URI]")
 		fs.PrintDefaults()
 	}
 	if err := fs.Parse(args); err != nil {
@@ -122,4 +131,36 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	}
 	cfg.StateDir = abs
 	return cfg, nil
+}
+
+// parseVolumeClaims reads -volume-claims: NAMESPACE/CLAIM=PATH entries,
+// comma-separated, each claim once, each path absolute (a block device when
+// under /dev/, else a raw file).
+func parseVolumeClaims(s string) (map[string]map[string]convert.DiskSource, error) {
+	claims := map[string]map[string]convert.DiskSource{}
+	for _, entry := range strings.Split(s, ",") {
+		key, file, ok := strings.Cut(entry, "=")
+		ns, name, slash := strings.Cut(key, "/")
+		switch {
+		case !ok || !slash:
+			return nil, fmt.Errorf("%q is not NAMESPACE/CLAIM=PATH", entry)
+		case len(validation.IsDNS1123Label(ns)) > 0:
+			return nil, fmt.Errorf("%q: %q is not a namespace name", entry, ns)
+		case len(validation.IsDNS1123Subdomain(name)) > 0:
+			return nil, fmt.Errorf("%q: %q is not a claim name", entry, name)
+		case !filepath.IsAbs(file) || filepath.Clean(file) != file:
+			return nil, fmt.Errorf("%q: the path %q is not absolute and clean", entry, file)
+		case claims[ns][name].Path != "":
+			return nil, fmt.Errorf("%q: the claim %s/%s is mapped twice", entry, ns, name)
+		}
+		disk := convert.DiskSource{Type: "file", Path: file, Format: "raw"}
+		if strings.HasPrefix(file, "/dev/") {
+			disk.Type = "block"
+		}
+		if claims[ns] == nil {
+			claims[ns] = map[string]convert.DiskSource{}
+		}
+		claims[ns][name] = disk
+	}
+	return claims, nil
 }

@@ -36,16 +36,21 @@ import (
 // subresources.kubevirt.io to the subresource API server, which reaches
 // the VMI's node agent over mutual TLS; the agent runs the test guest on
 // the real libvirtd. One cluster, one agent and one guest serve every
-// subtest, in order.
+// subtest, in order; the agent maps one claim of the test's namespace to
+// a file.
 func TestE2EVirtctl(t *testing.T) {
-	w := newVirtctlWorld(t)
-	ns := w.namespace(t, "virtctl")
+	var ns string
+	w := startVirtctlWorld(t, func(w *virtctlWorld) []string {
+		ns = w.namespace(t, "virtctl")
+		return volumeClaimFlags(t, ns)
+	})
 	t.Run("Discovery", func(t *testing.T) { testVirtctlDiscovery(t, w) })
 	t.Run("ConsoleWaitsForRunning", func(t *testing.T) { testVirtctlConsoleWaits(t, w, ns) })
 	t.Run("PauseStopsTheClock", func(t *testing.T) { testVirtctlPause(t, w, ns) })
 	t.Run("VNC", func(t *testing.T) { testVirtctlVNC(t, w, ns) })
 	t.Run("GuestOSInfoWithoutAgent", func(t *testing.T) { testVirtctlGuestOSInfo(t, w, ns) })
 	t.Run("SoftReboot", func(t *testing.T) { testVirtctlSoftReboot(t, w, ns) })
+	t.Run("AddVolumeRemoveVolume", func(t *testing.T) { testVirtctlVolumes(t, w, ns) })
 	t.Run("ConsoleRBAC", func(t *testing.T) { testVirtctlRBAC(t, w, ns) })
 	t.Run("VMStartStopRestart", func(t *testing.T) { testVirtctlVM(t, w, ns) })
 	t.Run("Migrate", func(t *testing.T) { testVirtctlMigrate(t, w, ns) })

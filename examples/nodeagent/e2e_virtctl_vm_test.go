@@ -1,10 +1,14 @@
 package main
 
 import (
+	"context"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
 
+	k8sv1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	virtv1 "kubevirt.io/api/core/v1"
 
 	"github.com/vmi2libvirt/vmi2libvirt/testkit/testguest"
@@ -15,10 +19,17 @@ import (
 // README's "On Kubernetes" does: `kubectl apply` of a Halted VM runs
 // nothing; `virtctl start` → its VMI Running on the agent's node, the VM
 // Running; `virtctl restart` → a new VMI (a new UID), its guest booted
-// once; `virtctl stop` → the VM Stopped, no VMI, no domain.
+// once; `virtctl addvolume` of a claim → the VM's template has it, the VM
+// controller carries it to the running VMI (through KubeVirt's hotplug
+// admission), the guest sees the disk, the VM needs no restart;
+// `virtctl removevolume` → gone again; `virtctl stop` → the VM Stopped,
+// no VMI, no domain.
 func TestE2EVirtctlVM(t *testing.T) {
-	w, vw := newVirtctlVMWorld(t)
-	ns := w.namespace(t, "virtctlvm")
+	ns := uniqueName("virtctlvm")
+	w, vw := newVirtctlVMWorldWith(t, volumeClaimFlags(t, ns)...)
+	if err := w.client.Create(context.Background(), &k8sv1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); err != nil {
+		t.Fatal(err)
+	}
 	log := vw.recordVMIs(t, ns)
 	stdout, stderr, err := vw.applyYAML(t, vw.guestVM(ns, "vm1", virtv1.RunStrategyHalted, 30, testguest.ActionACPI))
 	if err != nil || stdout != "virtualmachine.kubevirt.io/vm1 created\n" {
@@ -54,6 +65,19 @@ func TestE2EVirtctlVM(t *testing.T) {
 	if !log.seen(first.UID, virtv1.Succeeded) {
 		t.Errorf("the first VMI was seen in phases %v, want Succeeded (shut down on the ACPI button)", log.phasesOf(first.UID))
 	}
+
+	createClaim(t, w.world, ns)
+	hotplugRoundTrip(t, w, ns, "vm1", func() {
+		vm := w.getVM(t, ns, "vm1")
+		if !strings.Contains(fmt.Sprint(vm.Spec.Template.Spec.Volumes), volumeClaim) {
+			t.Errorf("the VM's template after addvolume has volumes %+v, want %s", vm.Spec.Template.Spec.Volumes, volumeClaim)
+		}
+		for _, c := range vm.Status.Conditions {
+			if c.Type == virtv1.VirtualMachineRestartRequired {
+				t.Errorf("the VM after addvolume: %s %s (%s), want no restart required", c.Type, c.Status, c.Message)
+			}
+		}
+	})
 
 	if out := w.mustRun(t, "-n", ns, "stop", "vm1"); !strings.Contains(out, "VM vm1 was scheduled to stop") {
 		t.Errorf("virtctl stop printed %q", out)

@@ -38,6 +38,7 @@ import (
 
 	"github.com/go-logr/logr"
 	"k8s.io/client-go/tools/clientcmd"
+	virtv1 "kubevirt.io/api/core/v1"
 	ctrl "sigs.k8s.io/controller-runtime"
 
 	"github.com/vmi2libvirt/vmi2libvirt/convert"
@@ -90,6 +91,10 @@ func run(ctx context.Context, cfg config, log *slog.Logger) error {
 			URI:     cfg.LibvirtURI,
 			Emulate: cfg.Emulate,
 			Layout:  convert.HostLayout{StateDir: cfg.StateDir},
+			// A VMI reaches the claims of its own namespace only.
+			ClaimsOf: func(vmi *virtv1.VirtualMachineInstance) map[string]convert.DiskSource {
+				return cfg.VolumeClaims[vmi.Namespace]
+			},
 		},
 		HTTPAddress:       cfg.MetricsAddress,
 		StreamAddress:     cfg.StreamAddress,

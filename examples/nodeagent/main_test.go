@@ -70,6 +70,27 @@ func TestParseFlags(t *testing.T) {
 			args: []string{"-kubeconfig", "/k", "-node", "node-a", "-state-dir", "vmis", "-metrics-address", "off"},
 			want: config{Kubeconfig: "/k", Node: "node-a", StateDir: wd + "/vmis", MetricsAddress: "off", HeartbeatInterval: time.Minute},
 		},
+		{
+			name: "volume claims",
+			args: []string{"-kubeconfig", "/k", "-node", "node-a", "-volume-claims", "team-a/data=/srv/a/data.img,team-b/data=/dev/vg0/data,team-a/logs=/srv/a/logs.img"},
+			want: config{Kubeconfig: "/k", Node: "node-a", StateDir: "/var/lib/vmi2libvirt/vmis", MetricsAddress: "127.0.0.1:8080", HeartbeatInterval: time.Minute,
+				VolumeClaims: map[string]map[string]convert.DiskSource{
+					"team-a": {"data": {Type: "file", Path: "/srv/a/data.img", Format: "raw"}, "logs": {Type: "file", Path: "/srv/a/logs.img", Format: "raw"}},
+					"team-b": {"data": {Type: "block", Path: "/dev/vg0/data", Format: "raw"}},
+				}},
+		},
+		{name: "volume claim without a namespace", args: []string{"-kubeconfig", "/k", "-node", "a", "-volume-claims", "data=/srv/data.img"},
+			err: `invalid value "data=/srv/data.img" for flag -volume-claims: "data=/srv/data.img" is not NAMESPACE/CLAIM=PATH`},
+		{name: "volume claim's namespace not a name", args: []string{"-kubeconfig", "/k", "-node", "a", "-volume-claims", "Team/data=/srv/data.img"},
+			err: `invalid value "Team/data=/srv/data.img" for flag -volume-claims: "Team/data=/srv/data.img": "Team" is not a namespace name`},
+		{name: "volume claim not a name", args: []string{"-kubeconfig", "/k", "-node", "a", "-volume-claims", "team/Data_1=/srv/data.img"},
+			err: `invalid value "team/Data_1=/srv/data.img" for flag -volume-claims: "team/Data_1=/srv/data.img": "Data_1" is not a claim name`},
+		{name: "volume claim's path relative", args: []string{"-kubeconfig", "/k", "-node", "a", "-volume-claims", "team/data=data.img"},
+			err: `invalid value "team/data=data.img" for flag -volume-claims: "team/data=data.img": the path "data.img" is not absolute and clean`},
+		{name: "volume claim's path not clean", args: []string{"-kubeconfig", "/k", "-node", "a", "-volume-claims", "team/data=/srv/../etc/shadow"},
+			err: `invalid value "team/data=/srv/../etc/shadow" for flag -volume-claims: "team/data=/srv/../etc/shadow": the path "/srv/../etc/shadow" is not absolute and clean`},
+		{name: "volume claim twice", args: []string{"-kubeconfig", "/k", "-node", "a", "-volume-claims", "team/data=/srv/a.img,team/data=/srv/b.img"},
+			err: `invalid value "team/data=/srv/a.img,team/data=/srv/b.img" for flag -volume-claims: "team/data=/srv/b.img": the claim team/data is mapped twice`},
 		{name: "no kubeconfig", args: []string{"-node", "a"}, err: "-kubeconfig: required"},
 		{name: "no node", args: []string{"-kubeconfig", "/k"}, err: "-node: required"},
 		{name: "node not a name", args: []string{"-kubeconfig", "/k", "-node", "Node_A"},
@@ -145,14 +166,15 @@ func TestRefusesWithoutCRD(t *testing.T) {
 // FuzzParseFlags: whatever the command line, parseFlags returns a config
 // or an error, never panics, and a config it returns is one the agent can
 // use: a node name that is a DNS subdomain and a label value, node labels
-// that are valid labels, an absolute state folder.
+// that are valid labels, an absolute state folder, volume claims of valid
+// namespaces at absolute, clean paths.
 func FuzzParseFlags(f *testing.F) {
-	f.Add("node-a", "zone=a,kubevirt.io/schedulable=true", "/s", "127.0.0.1:0", "127.0.0.1")
-	f.Add("Node_A", "zone", "", "off", "::1")
-	f.Add("a", "a=b=c,,=", "rel/dir", "", "127.0.0.1:0")
-	f.Fuzz(func(t *testing.T, node, nodeLabels, stateDir, metrics, streams string) {
+	f.Add("node-a", "zone=a,kubevirt.io/schedulable=true", "/s", "127.0.0.1:0", "127.0.0.1", "team/data=/srv/data.img,team/b=/dev/sdb")
+	f.Add("Node_A", "zone", "", "off", "::1", "data=/srv/data.img")
+	f.Add("a", "a=b=c,,=", "rel/dir", "", "127.0.0.1:0", "t/a=/x,t/a=/y,/=,")
+	f.Fuzz(func(t *testing.T, node, nodeLabels, stateDir, metrics, streams, claims string) {
 		cfg, err := parseFlags([]string{"-kubeconfig", "/k", "-node", node, "-node-labels", nodeLabels,
-			"-state-dir", stateDir, "-metrics-address", metrics, "-stream-address", streams}, io.Discard)
+			"-state-dir", stateDir, "-metrics-address", metrics, "-stream-address", streams, "-volume-claims", claims}, io.Discard)
 		if err != nil {
 			return
 		}
@@ -167,6 +189,13 @@ func FuzzParseFlags(f *testing.F) {
 		}
 		if cfg.StreamAddress != "" && net.ParseIP(cfg.StreamAddress) == nil {
 			t.Errorf("accepted stream address %q, not an IP address", cfg.StreamAddress)
+		}
+		for ns, byName := range cfg.VolumeClaims {
+			for name, disk := range byName {
+				if len(validation.IsDNS1123Label(ns)) > 0 || len(validation.IsDNS1123Subdomain(name)) > 0 || !filepath.IsAbs(disk.Path) || filepath.Clean(disk.Path) != disk.Path {
+					t.Errorf("accepted volume claim %s/%s=%s", ns, name, disk.Path)
+				}
+			}
 		}
 	})
 }

@@ -52,7 +52,7 @@ var components = []component{
 		return evacuation.Add(e.mgr, evacuation.Options{Cluster: e.cfg.Cluster, Logger: e.log})
 	}},
 	{"admission webhooks", func(e *env) error {
-		admission.Register(e.mux, admission.Options{Cluster: e.cfg.Cluster, Logger: logr.FromSlogHandler(e.log.Handler())})
+		admission.Register(e.mux, admission.Options{Cluster: e.cfg.Cluster, KubeVirtUsers: []string{e.user}, Logger: logr.FromSlogHandler(e.log.Handler())})
 		return nil
 	}},
 	{"subresource API", func(e *env) error {

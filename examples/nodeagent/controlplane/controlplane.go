@@ -12,8 +12,11 @@ import (
 	"time"
 
 	"github.com/go-logr/logr"
+	authenticationv1 "k8s.io/api/authentication/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	v1 "kubevirt.io/api/core/v1"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -110,6 +113,7 @@ type env struct {
 	mux        *http.ServeMux
 	tls        *tls.Config
 	restConfig *rest.Config
+	user       string // the name the API server knows the control plane by
 	cfg        Config
 	log        *slog.Logger
 }
@@ -138,6 +142,10 @@ func Run(ctx context.Context, restConfig *rest.Config, cfg Config) error {
 	if err := checkCRDs(ctx, restConfig, s); err != nil {
 		return err
 	}
+	user, err := whoAmI(ctx, restConfig)
+	if err != nil {
+		return err
+	}
 	certs, err := certwatcher.New(cfg.CertFile, cfg.KeyFile)
 	if err != nil {
 		return fmt.Errorf("controlplane: serving certificate: %w", err)
@@ -159,7 +167,7 @@ func Run(ctx context.Context, restConfig *rest.Config, cfg Config) error {
 		return err
 	}
 	e := &env{
-		ctx: ctx, mgr: mgr, mux: http.NewServeMux(), restConfig: restConfig, cfg: cfg, log: log,
+		ctx: ctx, mgr: mgr, mux: http.NewServeMux(), restConfig: restConfig, user: user, cfg: cfg, log: log,
 		tls: &tls.Config{MinVersion: tls.VersionTLS12, GetCertificate: certs.GetCertificate, NextProtos: []string{"http/1.1"}},
 	}
 	for _, c := range components {
@@ -177,8 +185,24 @@ func Run(ctx context.Context, restConfig *rest.Config, cfg Config) error {
 			return err
 		}
 	}
-	log.Info("controlplane: starting", "server", restConfig.Host, "address", httpsListener.Addr().String())
+	log.Info("controlplane: starting", "server", restConfig.Host, "user", user, "address", httpsListener.Addr().String())
 	return mgr.Start(ctx)
+}
+
+// whoAmI is the user name the API server knows restConfig's credentials
+// by (a SelfSubjectReview): the VMI update admission lets that user — the
+// control plane's VM controller and subresource API — change VMI specs,
+// as KubeVirt's lets its service accounts.
+func whoAmI(ctx context.Context, restConfig *rest.Config) (string, error) {
+	cs, err := kubernetes.NewForConfig(restConfig)
+	if err != nil {
+		return "", err
+	}
+	review, err := cs.AuthenticationV1().SelfSubjectReviews().Create(ctx, &authenticationv1.SelfSubjectReview{}, metav1.CreateOptions{})
+	if err != nil {
+		return "", fmt.Errorf("controlplane: who the API server knows me as (SelfSubjectReview): %w", err)
+	}
+	return review.Status.UserInfo.Username, nil
 }
 
 // checkCRDs fails at once, with the remedy, when the API server does not

@@ -39,9 +39,9 @@
 // virtualmachineinstances, with AddVolumeOptions and RemoveVolumeOptions:
 // 202, or virt-api's 400 and 409) is virt-api's declarative hotplug: the
 // VM's template, or the spec of a running VMI no VM owns, gets the
-// hot-pluggable volume and its disk (or loses them); the node agent
-// attaches or detaches the disk of a VMI whose spec changed (see
-// volumes.go for what is missing between a VM's template and its VMI). Virtual machine
+// hot-pluggable volume and its disk (or loses them); the VM controller
+// carries a template's to its running VMI, and the node agent attaches or
+// detaches the disk of a VMI whose spec changed. Virtual machine
 // instances: PUT virtualmachineinstances/NAME/pause, unpause and
 // softreboot (200), GET guestosinfo, userlist and filesystemlist, and the
 // WebSockets GET console and vnc (subprotocol plain.kubevirt.io, every

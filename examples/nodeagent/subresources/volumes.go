@@ -17,13 +17,11 @@ import (
 // KubeVirt v1.8 serves them with declarative hotplug (feature gate
 // DeclarativeHotplugVolumes, not HotplugVolumes). On a VM the request
 // changes its template; on a VMI that no VM owns, the VMI's spec. Both are
-// JSON patches that test the volumes and disks they replace. What follows
-// is not done here yet: the VM controller does not bring a running VMI's
-// hot-pluggable volumes to its template (the VM gets RestartRequired, and
-// the next VMI has them), and the VMI update admission refuses spec
-// changes by default (admission.RefuseSpecChanges), so a standalone VMI's
-// patch needs an admission.Options.LiveUpdate that lets volumes through.
-// The node agent attaches or detaches a disk whose VMI spec changed.
+// JSON patches that test the volumes and disks they replace. The VM
+// controller carries a VM's template's hot-pluggable volumes to its running
+// VMI (controlplane/vm), the VMI update admission lets the control plane's
+// user make such changes (admission.HotplugUpdate), and the node agent
+// attaches or detaches a disk whose VMI spec changed.
 
 // The messages of virt-api's refusals of volume requests.
 const (

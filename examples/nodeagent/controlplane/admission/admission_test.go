@@ -103,29 +103,39 @@ func TestVMIMutator(t *testing.T) {
 	}
 }
 
-// TestVMIUpdateValidator: a change of metadata or status goes through, a
-// change of the spec is refused at spec unless the LiveUpdate allows it.
+// TestVMIUpdateValidator: a change of metadata or status goes through,
+// whoever makes it; a change of the spec is refused at spec unless one of
+// KubeVirt's users makes it and the LiveUpdate allows it.
 func TestVMIUpdateValidator(t *testing.T) {
-	v := &vmiUpdateValidator{live: RefuseSpecChanges}
+	v := &vmiUpdateValidator{users: map[string]bool{"vmi2libvirt-controlplane": true}, live: RefuseSpecChanges}
+	as := func(user string, obj, old any) admission.Request {
+		req := request(t, admissionv1.Update, obj, old)
+		req.UserInfo.Username = user
+		return req
+	}
 	old := smallVMI()
 	status := old.DeepCopy()
 	status.Labels = map[string]string{v1.NodeNameLabel: "node01"}
 	status.Finalizers = []string{"vmi2libvirt.github.com/nodeagent"}
 	status.Status.Phase = v1.Running
-	if resp := v.Handle(context.Background(), request(t, admissionv1.Update, status, old)); !resp.Allowed {
+	if resp := v.Handle(context.Background(), as("alice", status, old)); !resp.Allowed {
 		t.Errorf("metadata and status change refused: %+v", resp.Result)
 	}
 	spec := old.DeepCopy()
 	spec.Spec.Domain.Memory.Guest = resource.NewQuantity(96<<20, resource.BinarySI)
-	resp := v.Handle(context.Background(), request(t, admissionv1.Update, spec, old))
-	if resp.Allowed || resp.Result.Code != 422 || len(resp.Result.Details.Causes) != 1 || resp.Result.Details.Causes[0].Field != "spec" ||
-		resp.Result.Message != "spec: Forbidden: update of VMI object is restricted" {
-		t.Errorf("spec change: %+v", resp.Result)
+	refusedAtSpec := func(who string, resp admission.Response) {
+		t.Helper()
+		if resp.Allowed || resp.Result.Code != 422 || len(resp.Result.Details.Causes) != 1 || resp.Result.Details.Causes[0].Field != "spec" ||
+			resp.Result.Message != "spec: Forbidden: update of VMI object is restricted" {
+			t.Errorf("spec change by %s: %+v", who, resp.Result)
+		}
 	}
+	refusedAtSpec("the control plane, RefuseSpecChanges", v.Handle(context.Background(), as("vmi2libvirt-controlplane", spec, old)))
 	v.live = func(old, new *v1.VirtualMachineInstance) field.ErrorList { return nil }
-	if resp := v.Handle(context.Background(), request(t, admissionv1.Update, spec, old)); !resp.Allowed {
+	if resp := v.Handle(context.Background(), as("vmi2libvirt-controlplane", spec, old)); !resp.Allowed {
 		t.Errorf("a spec change the live update allows refused: %+v", resp.Result)
 	}
+	refusedAtSpec("a user", v.Handle(context.Background(), as("alice", spec, old)))
 }
 
 func smallVM(bus v1.DiskBus) *v1.VirtualMachine {

@@ -17,9 +17,13 @@
 //   - VMI update validator: a change of metadata or status goes through
 //     untouched (node agents write status, finalizers and the node binding
 //     through the object, as KubeVirt's VMI CRD has no status
-//     subresource); a change of the spec goes to Options.LiveUpdate, which
-//     refuses every one by default (RefuseSpecChanges), as KubeVirt does
-//     but for its own hotplug;
+//     subresource); a change of the spec is refused ("update of VMI object
+//     is restricted") unless one of Options.KubeVirtUsers makes it — the
+//     control plane, whose VM controller and subresource API hot-plug
+//     volumes, as KubeVirt lets only its service accounts — and then goes
+//     to Options.LiveUpdate: by default HotplugUpdate, KubeVirt's hotplug
+//     admission (permanent volumes stay, hot-plugged claims on SCSI or
+//     virtio, maxSockets and maxGuest stay);
 //   - VM mutator, on creation and on changes of the spec: the template's
 //     architecture and machine type, from api.Default;
 //   - VM validator, on creation and on changes of the spec: the run

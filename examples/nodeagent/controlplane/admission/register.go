@@ -16,8 +16,13 @@ type Options struct {
 	// Cluster is the KubeVirt cluster configuration the defaults follow
 	// (api.ClusterConfig; the zero value is KubeVirt's default).
 	Cluster api.ClusterConfig
-	// LiveUpdate decides on spec changes of existing VMIs; nil:
-	// RefuseSpecChanges.
+	// KubeVirtUsers are the user names whose changes of a VMI's spec are
+	// KubeVirt's own (the control plane's: its VM controller and
+	// subresource API hot-plug volumes); a spec change by anyone else is
+	// refused, as KubeVirt refuses it but from its service accounts.
+	KubeVirtUsers []string
+	// LiveUpdate decides on the KubeVirtUsers' spec changes of existing
+	// VMIs; nil: HotplugUpdate, KubeVirt's.
 	LiveUpdate LiveUpdate
 	// Logger receives the webhooks' log (controller-runtime's admission
 	// package logs through it); the zero value is silent.
@@ -27,12 +32,16 @@ type Options struct {
 // Register serves the webhooks on mux at their paths (VMIMutatePath...).
 func Register(mux *http.ServeMux, opts Options) {
 	if opts.LiveUpdate == nil {
-		opts.LiveUpdate = RefuseSpecChanges
+		opts.LiveUpdate = HotplugUpdate
+	}
+	users := map[string]bool{}
+	for _, u := range opts.KubeVirtUsers {
+		users[u] = true
 	}
 	handlers := map[string]admission.Handler{
 		VMIMutatePath:         &vmiMutator{cluster: opts.Cluster, now: time.Now},
 		VMICreateValidatePath: vmiCreateValidator{},
-		VMIUpdateValidatePath: &vmiUpdateValidator{live: opts.LiveUpdate},
+		VMIUpdateValidatePath: &vmiUpdateValidator{users: users, live: opts.LiveUpdate},
 		VMMutatePath:          &vmMutator{cluster: opts.Cluster},
 		VMValidatePath:        &vmValidator{cluster: opts.Cluster},
 	}

@@ -18,18 +18,22 @@ import (
 	"github.com/vmi2libvirt/vmi2libvirt/api"
 )
 
-// LiveUpdate decides on a change of a VMI's spec, old to new: the problems
-// it returns refuse the change (each on its field path); none lets it
-// through. It is called only when the spec changed.
+// LiveUpdate decides on a change of a VMI's spec, old to new, by one of
+// Options.KubeVirtUsers: the problems it returns refuse the change (each
+// on its field path); none lets it through. It is called only when the
+// spec changed.
 type LiveUpdate func(old, new *v1.VirtualMachineInstance) field.ErrorList
 
 // RefuseSpecChanges is the LiveUpdate of a VMI whose spec never changes
-// once it is created, as KubeVirt's VMI update admission refuses every
-// spec change but its own (hotplug through its subresources): the change
-// is refused at spec.
+// once it is created, not even by the control plane: the change is
+// refused at spec, with KubeVirt's message to everyone else.
 func RefuseSpecChanges(_, _ *v1.VirtualMachineInstance) field.ErrorList {
-	return field.ErrorList{field.Forbidden(field.NewPath("spec"), "update of VMI object is restricted")}
+	return field.ErrorList{restricted}
 }
+
+// restricted is KubeVirt's refusal of a spec change by anyone but
+// KubeVirt itself.
+var restricted = field.Forbidden(field.NewPath("spec"), "update of VMI object is restricted")
 
 // vmiMutator gives a VMI being created KubeVirt's admission defaults
 // (api.Default), KubeVirt's foreground-deletion finalizer and the phase
@@ -87,9 +91,11 @@ func (vmiCreateValidator) Handle(_ context.Context, req admission.Request) admis
 // vmiUpdateValidator lets every change of a VMI's metadata and status
 // through — a node agent's status, finalizers and node binding, the
 // control plane's finalizers and annotations — and a change of its spec
-// only when live says so.
+// only when one of users makes it and live says so, as KubeVirt's VMI
+// update admission lets only its own service accounts change a spec.
 type vmiUpdateValidator struct {
-	live LiveUpdate
+	users map[string]bool
+	live  LiveUpdate
 }
 
 func (v *vmiUpdateValidator) Handle(_ context.Context, req admission.Request) admission.Response {
@@ -102,6 +108,9 @@ func (v *vmiUpdateValidator) Handle(_ context.Context, req admission.Request) ad
 	}
 	if equality.Semantic.DeepEqual(old.Spec, cur.Spec) {
 		return admission.Allowed("")
+	}
+	if !v.users[req.UserInfo.Username] {
+		return refused(field.ErrorList{restricted})
 	}
 	if errs := v.live(&old, &cur); len(errs) > 0 {
 		return refused(errs)

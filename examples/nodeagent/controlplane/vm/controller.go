@@ -201,8 +201,8 @@ func (r *reconciler) vmiOf(ctx context.Context, vm *v1.VirtualMachine) (*v1.Virt
 }
 
 // sync acts on the VM and its VMI: the VM's deletion, its finalizer, its
-// VMI's generation annotation, its run strategy and its RestartRequired
-// condition. It returns the reconcile's result, a failure to report in the
+// VMI's generation annotation, its run strategy, its template's
+// hot-pluggable volumes and its RestartRequired condition. It returns the reconcile's result, a failure to report in the
 // VM's Failure condition (syncErr), or an error to retry.
 func (r *reconciler) sync(ctx context.Context, vm *v1.VirtualMachine, vmi *v1.VirtualMachineInstance, log *slog.Logger) (reconcile.Result, *syncError, error) {
 	var lastSpec *v1.VirtualMachineSpec
@@ -258,6 +258,11 @@ func (r *reconciler) sync(ctx context.Context, vm *v1.VirtualMachine, vmi *v1.Vi
 			return reconcile.Result{}, &syncError{startingVMIFailure, err, reasonFailedCreate}, nil
 		}
 		return reconcile.Result{}, nil, nil // its own event brings it back
+	}
+	if d.action == none {
+		if err := r.syncHotplug(ctx, vm, vmi, log); err != nil {
+			return reconcile.Result{}, nil, err
+		}
 	}
 	syncRestartRequired(lastSpec, vm, vmi, r.now())
 	return reconcile.Result{RequeueAfter: d.after}, syncErr, nil

@@ -15,13 +15,42 @@ const restartRequiredMessage = "a non-live-updatable field was changed in the te
 
 // liveUpdatable copies into last the parts of the template spec of cur
 // that a running VMI takes without a restart, so that comparing the two
-// finds only the changes that need one. Nothing is live-updatable yet: a
-// running VMI's spec does not change here (the VMI update admission refuses
-// it), so every change of the template needs a restart, as in KubeVirt
-// with its Stage rollout strategy. This is where the live changes
-// (KubeVirt's LiveUpdate: CPU sockets, guest memory, node selector,
-// affinity, tolerations, volumes...) will be declared.
-func liveUpdatable(last, cur *v1.VirtualMachineInstanceSpec) {}
+// finds only the changes that need one. What is live here: the template's
+// hot-pluggable volumes and their disks (syncHotplug carries them to the
+// VMI), when nothing else of the volumes and disks changed, as KubeVirt's
+// validLiveUpdateVolumes and validLiveUpdateDisks decide. Everything else
+// needs a restart, as in KubeVirt with its Stage rollout strategy
+// (KubeVirt's LiveUpdate strategy adds CPU sockets, guest memory, node
+// selector, affinity and tolerations).
+func liveUpdatable(last, cur *v1.VirtualMachineInstanceSpec) {
+	lastVols, lastDisks := withoutHotplug(last)
+	curVols, curDisks := withoutHotplug(cur)
+	if equality.Semantic.DeepEqual(lastVols, curVols) && equality.Semantic.DeepEqual(lastDisks, curDisks) {
+		last.Volumes = cur.Volumes
+		last.Domain.Devices.Disks = cur.Domain.Devices.Disks
+	}
+}
+
+// withoutHotplug is the volumes and disks of spec without its
+// hot-pluggable volumes and their disks.
+func withoutHotplug(spec *v1.VirtualMachineInstanceSpec) ([]v1.Volume, []v1.Disk) {
+	var vols []v1.Volume
+	hot := map[string]bool{}
+	for _, vol := range spec.Volumes {
+		if hotpluggable(&vol) {
+			hot[vol.Name] = true
+			continue
+		}
+		vols = append(vols, vol)
+	}
+	var disks []v1.Disk
+	for _, d := range spec.Domain.Devices.Disks {
+		if !hot[d.Name] {
+			disks = append(disks, d)
+		}
+	}
+	return vols, disks
+}
 
 // syncRestartRequired sets vm's RestartRequired condition when its
 // template spec differs from the one its running VMI was made from
