@@ -51,3 +51,55 @@ func TestRestartAPIServer(t *testing.T) {
 		t.Errorf("kubectl with the same kubeconfig after the restart: %v %q %s", err, stdout, stderr)
 	}
 }
+
+// TestRestartEtcd: StopEtcd leaves the API server up but unable to read
+// or write, and StartEtcd brings etcd back with its data: the API server
+// reconnects, and an object written before is read again, one written
+// after is kept.
+func TestRestartEtcd(t *testing.T) {
+	c := Start(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	cl, err := client.New(c.Config, client.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	key := types.NamespacedName{Namespace: "default", Name: "kept"}
+	if err := cl.Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: key.Namespace, Name: key.Name}, Data: map[string]string{"k": "v"}}); err != nil {
+		t.Fatal(err)
+	}
+
+	if err := c.StopEtcd(); err != nil {
+		t.Fatal(err)
+	}
+	short, cancelShort := context.WithTimeout(ctx, 10*time.Second)
+	err = cl.Create(short, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "lost"}})
+	cancelShort()
+	if err == nil {
+		t.Fatal("Create while etcd is stopped: nil, want an error")
+	}
+	t.Logf("Create while etcd is stopped: %v", err)
+
+	if err := c.StartEtcd(); err != nil {
+		t.Fatal(err)
+	}
+	began := time.Now()
+	var got corev1.ConfigMap
+	for {
+		err := cl.Get(ctx, key, &got)
+		if err == nil {
+			break
+		}
+		if time.Since(began) > 2*time.Minute {
+			t.Fatalf("Get after etcd's restart: %v for 2 minutes", err)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	t.Logf("the API server read from the restarted etcd %s after its start", time.Since(began).Round(time.Millisecond))
+	if got.Data["k"] != "v" {
+		t.Errorf("ConfigMap after etcd's restart: %v", got.Data)
+	}
+	if err := cl.Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "after"}}); err != nil {
+		t.Errorf("Create after etcd's restart: %v", err)
+	}
+}

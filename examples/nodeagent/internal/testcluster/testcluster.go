@@ -178,7 +178,13 @@ func newEnvironment(assets, crdPath, dir, apiLog, etcdLog string) (*envtest.Envi
 		return nil, err
 	}
 	env.ControlPlane.KubectlPath = filepath.Join(assets, "kubectl")
-	env.ControlPlane.Etcd = &envtest.Etcd{Path: filepath.Join(assets, "etcd")}
+	// etcd's data in a folder of dir, which envtest neither replaces nor
+	// removes when etcd stops: a restarted etcd (StartEtcd) has it all.
+	etcdData := filepath.Join(dir, "etcd")
+	if err := os.Mkdir(etcdData, 0o700); err != nil {
+		return nil, err
+	}
+	env.ControlPlane.Etcd = &envtest.Etcd{Path: filepath.Join(assets, "etcd"), DataDir: etcdData}
 	var err error
 	if api.Out, err = os.Create(apiLog); err != nil {
 		return nil, err
@@ -214,6 +220,22 @@ func (c *Cluster) StopAPIServer() error {
 // every object.
 func (c *Cluster) StartAPIServer() error {
 	return c.Env.ControlPlane.GetAPIServer().Start()
+}
+
+// StopEtcd stops etcd; the API server keeps running and answers what
+// needs storage with errors (or waits) until StartEtcd.
+func (c *Cluster) StopEtcd() error {
+	if err := c.Env.ControlPlane.Etcd.Stop(); err != nil {
+		return fmt.Errorf("stopping etcd: %w\n%s", err, logTails(filepath.Join(c.dir, "etcd.log")))
+	}
+	return nil
+}
+
+// StartEtcd starts the etcd that StopEtcd stopped, on the same client
+// address, with the same data: the API server reconnects and finds every
+// object.
+func (c *Cluster) StartEtcd() error {
+	return c.Env.ControlPlane.Etcd.Start()
 }
 
 // Kubectl runs the cluster's kubectl with its kubeconfig and args, and
