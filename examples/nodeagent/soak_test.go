@@ -116,6 +116,17 @@ func TestSoak(t *testing.T) {
 	// Faults, from this goroutine (they may fail the test).
 	frng := rand.New(rand.NewPCG(seed, 2))
 	end := time.Now().Add(*soakDuration)
+	// restart stops a server of the cluster, waits up to 3 s, starts it.
+	restart := func(fault string, stop, start func() error) {
+		if err := stop(); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(time.Duration(frng.IntN(3000)) * time.Millisecond)
+		if err := start(); err != nil {
+			t.Fatal(err)
+		}
+		s.count(fault)
+	}
 	var round []int
 	for time.Now().Before(end) {
 		time.Sleep(time.Duration(4+frng.IntN(8)) * time.Second)
@@ -143,23 +154,9 @@ func TestSoak(t *testing.T) {
 				s.count("QEMU SIGKILL")
 			}
 		case 3:
-			if err := vw.cluster.StopAPIServer(); err != nil {
-				t.Fatal(err)
-			}
-			time.Sleep(time.Duration(frng.IntN(3000)) * time.Millisecond)
-			if err := vw.cluster.StartAPIServer(); err != nil {
-				t.Fatal(err)
-			}
-			s.count("kube-apiserver restart")
+			restart("kube-apiserver restart", vw.cluster.StopAPIServer, vw.cluster.StartAPIServer)
 		case 4:
-			if err := vw.cluster.StopEtcd(); err != nil {
-				t.Fatal(err)
-			}
-			time.Sleep(time.Duration(frng.IntN(3000)) * time.Millisecond)
-			if err := vw.cluster.StartEtcd(); err != nil {
-				t.Fatal(err)
-			}
-			s.count("etcd restart")
+			restart("etcd restart", vw.cluster.StopEtcd, vw.cluster.StartEtcd)
 		}
 	}
 	stopWork()

@@ -17,13 +17,7 @@ import (
 // same configuration and kubeconfig (envtest alone would serve a new CA),
 // with the objects written before, since etcd kept running.
 func TestRestartAPIServer(t *testing.T) {
-	c := Start(t)
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
-	defer cancel()
-	cl, err := client.New(c.Config, client.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	c, cl, ctx := startWithClient(t)
 	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "kept"}, Data: map[string]string{"k": "v"}}
 	if err := cl.Create(ctx, cm); err != nil {
 		t.Fatal(err)
@@ -32,7 +26,7 @@ func TestRestartAPIServer(t *testing.T) {
 	if err := c.StopAPIServer(); err != nil {
 		t.Fatal(err)
 	}
-	err = cl.Get(ctx, types.NamespacedName{Namespace: "default", Name: "kept"}, &corev1.ConfigMap{})
+	err := cl.Get(ctx, types.NamespacedName{Namespace: "default", Name: "kept"}, &corev1.ConfigMap{})
 	if err == nil || !strings.Contains(err.Error(), "connection refused") {
 		t.Fatalf("Get while the API server is stopped: %v, want connection refused", err)
 	}
@@ -57,13 +51,7 @@ func TestRestartAPIServer(t *testing.T) {
 // reconnects, and an object written before is read again, one written
 // after is kept.
 func TestRestartEtcd(t *testing.T) {
-	c := Start(t)
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
-	defer cancel()
-	cl, err := client.New(c.Config, client.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	c, cl, ctx := startWithClient(t)
 	key := types.NamespacedName{Namespace: "default", Name: "kept"}
 	if err := cl.Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: key.Namespace, Name: key.Name}, Data: map[string]string{"k": "v"}}); err != nil {
 		t.Fatal(err)
@@ -73,7 +61,7 @@ func TestRestartEtcd(t *testing.T) {
 		t.Fatal(err)
 	}
 	short, cancelShort := context.WithTimeout(ctx, 10*time.Second)
-	err = cl.Create(short, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "lost"}})
+	err := cl.Create(short, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "lost"}})
 	cancelShort()
 	if err == nil {
 		t.Fatal("Create while etcd is stopped: nil, want an error")
@@ -102,4 +90,17 @@ func TestRestartEtcd(t *testing.T) {
 	if err := cl.Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "after"}}); err != nil {
 		t.Errorf("Create after etcd's restart: %v", err)
 	}
+}
+
+// startWithClient starts a cluster and returns it with a client of its
+// administrator and a context that ends with the test, within 3 minutes.
+func startWithClient(t *testing.T) (*Cluster, client.Client, context.Context) {
+	c := Start(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	t.Cleanup(cancel)
+	cl, err := client.New(c.Config, client.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c, cl, ctx
 }
