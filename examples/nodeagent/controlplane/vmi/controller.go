@@ -8,10 +8,12 @@
 // kubevirt.io/nodeName), and writes its phases from then on; this
 // controller never touches a bound VMI's status. What it does:
 //
-//   - A VMI deleted before any node took it (no kubevirt.io/nodeName label,
-//     phase unset or Pending) will never run: it becomes Failed, as
-//     KubeVirt fails a deleted VMI that has no pod. (No agent binds a VMI
-//     being deleted, so the two never race for it.)
+//   - A VMI deleted before any node agent took it (phase unset or Pending,
+//     without the agent's finalizer: unbound, or claimed by an agent that
+//     died or was too late) will never run: it becomes Failed, as KubeVirt
+//     fails a deleted VMI that has no pod. (No agent binds a VMI being
+//     deleted, and none can put its finalizer on one, so the two never race
+//     for it.)
 //   - A VMI that ended (Succeeded, Failed) loses KubeVirt's
 //     kubevirt.io/foregroundDeleteVirtualMachine finalizer, which the
 //     mutating webhook gave it, as KubeVirt removes it once the VMI's pods
@@ -41,6 +43,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	"github.com/vmi2libvirt/vmi2libvirt/examples/nodeagent/nodeapi"
 )
 
 // DefaultWorkers is virt-controller's number of VMI workers.
@@ -125,10 +129,13 @@ func lifecycle(vmi *v1.VirtualMachineInstance, ownerVM func() bool, now time.Tim
 	return out
 }
 
-// neverRan tells whether vmi is being deleted before any node took it: it
+// neverRan tells whether vmi is being deleted before any node agent took
+// it — unbound, or bound (an agent's claim) but without the agent's
+// finalizer, which an agent puts on before it makes anything for the VMI
+// and which the API server lets no one add to an object being deleted: it
 // will never run.
 func neverRan(vmi *v1.VirtualMachineInstance) bool {
-	return vmi.DeletionTimestamp != nil && vmi.IsUnprocessed() && vmi.Labels[v1.NodeNameLabel] == ""
+	return vmi.DeletionTimestamp != nil && vmi.IsUnprocessed() && !slices.Contains(vmi.Finalizers, nodeapi.Finalizer)
 }
 
 // hasOwnerVM tells whether the VM that controls vmi still exists (the same

@@ -8,13 +8,15 @@ import (
 	"k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	v1 "kubevirt.io/api/core/v1"
+
+	"github.com/vmi2libvirt/vmi2libvirt/examples/nodeagent/nodeapi"
 )
 
 var now = time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC)
 
 // TestLifecycle applies the VMI controller's rules to VMIs.
 func TestLifecycle(t *testing.T) {
-	const agentFinalizer = "vmi2libvirt.github.com/nodeagent"
+	const agentFinalizer = nodeapi.Finalizer
 	deleted := metav1.NewTime(now)
 	owner := metav1.OwnerReference{APIVersion: "kubevirt.io/v1", Kind: "VirtualMachine", Name: "vm", UID: "vm-uid", Controller: ptrTo(true)}
 	vmi := func(name string, phase v1.VirtualMachineInstancePhase, node string, deleting bool, finalizers ...string) *v1.VirtualMachineInstance {
@@ -43,6 +45,7 @@ func TestLifecycle(t *testing.T) {
 		{"deleted, unset phase", vmi("b", "", "", true, "other"), false, v1.Failed, []string{"other"}},
 		{"deleted, bound: the agent's", vmi("c", v1.Pending, "node01", true, v1.VirtualMachineInstanceFinalizer, agentFinalizer), false, v1.Pending,
 			[]string{v1.VirtualMachineInstanceFinalizer, agentFinalizer}},
+		{"deleted, claimed, never taken (no agent's finalizer)", vmi("i", v1.Pending, "node01", true, v1.VirtualMachineInstanceFinalizer), false, v1.Failed, []string{}},
 		{"running", vmi("d", v1.Running, "node01", false, v1.VirtualMachineInstanceFinalizer), false, v1.Running, []string{v1.VirtualMachineInstanceFinalizer}},
 		{"ended", vmi("e", v1.Succeeded, "node01", false, v1.VirtualMachineInstanceFinalizer, v1.DeprecatedVirtualMachineInstanceFinalizer, agentFinalizer), false,
 			v1.Succeeded, []string{agentFinalizer}},
