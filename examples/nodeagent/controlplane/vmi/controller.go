@@ -103,7 +103,8 @@ func (r *reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 		return reconcile.Result{}, client.IgnoreNotFound(err)
 	}
 	vmi := lifecycle(&cached, func() bool { return r.hasOwnerVM(ctx, &cached) }, r.now())
-	if hinted(vmi) {
+	hint := hinted(vmi)
+	if hint {
 		hints, err := r.topologyHints(ctx)
 		if err != nil {
 			return reconcile.Result{}, err
@@ -111,7 +112,7 @@ func (r *reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 		vmi.Status.TopologyHints = hints
 		r.log.Info("controlplane: a VMI that needs a fixed TSC frequency gets topology hints", "vmi", req.String(), "tscFrequency", *hints.TSCFrequency)
 	}
-	if vmi.Status.Phase == cached.Status.Phase && slices.Equal(vmi.Finalizers, cached.Finalizers) && vmi.Status.TopologyHints == cached.Status.TopologyHints {
+	if vmi.Status.Phase == cached.Status.Phase && slices.Equal(vmi.Finalizers, cached.Finalizers) && !hint {
 		return reconcile.Result{}, nil
 	}
 	if vmi.Status.Phase != cached.Status.Phase {

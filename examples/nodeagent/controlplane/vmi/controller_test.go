@@ -16,6 +16,7 @@ import (
 	v1 "kubevirt.io/api/core/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
+	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"github.com/vmi2libvirt/vmi2libvirt/examples/nodeagent/internal/scheme"
@@ -133,7 +134,12 @@ func TestTopologyHints(t *testing.T) {
 	// A plain tracker: the fake client's managed fields cannot walk the
 	// VMI's uint64 status.runtimeUser.
 	tracker := clienttesting.NewObjectTracker(s, serializer.NewCodecFactory(s).UniversalDecoder())
-	c := fake.NewClientBuilder().WithScheme(s).WithObjectTracker(tracker).WithObjects(objs...).Build()
+	patches := 0
+	c := fake.NewClientBuilder().WithScheme(s).WithObjectTracker(tracker).WithObjects(objs...).
+		WithInterceptorFuncs(interceptor.Funcs{Patch: func(ctx context.Context, c client.WithWatch, o client.Object, p client.Patch, opts ...client.PatchOption) error {
+			patches++
+			return c.Patch(ctx, o, p, opts...)
+		}}).Build()
 	r := &reconciler{client: c, log: slog.New(slog.DiscardHandler), now: func() time.Time { return now }}
 	ctx := context.Background()
 	hintsOf := func(name string) *v1.TopologyHints {
@@ -151,12 +157,20 @@ func TestTopologyHints(t *testing.T) {
 	if h := hintsOf("new"); h == nil || h.TSCFrequency == nil || *h.TSCFrequency != 2_500_000_000 {
 		t.Errorf("new VMI's hints %+v, want tscFrequency 2500000000 (busy's: it runs a VMI)", h)
 	}
-	// Given once: a node slower still does not change them.
+	if patches != 1 {
+		t.Errorf("%d patches, want 1", patches)
+	}
+	// Given once: a node slower still does not change them, and nothing
+	// is written again.
+	patches = 0
 	if err := c.Create(ctx, node("slower", "2000000000", "true")); err != nil {
 		t.Fatal(err)
 	}
 	if h := hintsOf("new"); h == nil || *h.TSCFrequency != 2_500_000_000 {
 		t.Errorf("new VMI's hints %+v after a slower node came, want them kept", h)
+	}
+	if patches != 0 {
+		t.Errorf("%d patches of a VMI that has its hints, want none", patches)
 	}
 	for _, name := range []string{"plain", "deleting", "scheduled", "running"} {
 		if h := hintsOf(name); h != nil {
