@@ -46,7 +46,7 @@ import (
 )
 
 var (
-	soakDuration = flag.Duration("soak.duration", 90*time.Second, "how long TestSoak injects faults under its workload")
+	soakDuration = flag.Duration("soak.duration", 2*time.Minute, "how long TestSoak injects faults under its workload")
 	soakSeed     = flag.Uint64("soak.seed", 27, "the seed of TestSoak's workload and fault instants")
 	soakSettle   = flag.Duration("soak.settle", 4*time.Minute, "how long TestSoak waits, faults stopped, for everything to converge")
 )
@@ -176,7 +176,7 @@ func (l *soakLibvirt) close() {
 
 func TestSoak(t *testing.T) {
 	seed := *soakSeed
-	t.Logf("soak: seed %d, duration %s, settle %s (rerun: go test -run TestSoak -soak.seed %d -soak.duration %s)", seed, *soakDuration, *soakSettle, seed, *soakDuration)
+	t.Logf("soak: seed %d, duration %s, settle %s (rerun: go test -timeout 0 -run 'TestSoak$' -soak.seed %d -soak.duration %s)", seed, *soakDuration, *soakSettle, seed, *soakDuration)
 	vw := &vmWorld{world: newWorld(t)}
 	vw.cp = vw.cluster.StartControlPlane(t)
 	s := &soak{
@@ -233,7 +233,7 @@ func TestSoak(t *testing.T) {
 	var pastOutput []string // of the agents killed
 	fills := 0
 	for time.Now().Before(end) {
-		time.Sleep(time.Duration(4+frng.IntN(8)) * time.Second)
+		time.Sleep(time.Duration(3+frng.IntN(6)) * time.Second)
 		// Each kind once per round, in an order of the seed: a short run
 		// still injects all of them.
 		if len(round) == 0 {
