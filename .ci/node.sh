@@ -4,6 +4,11 @@
 #   bash .ci/node.sh up NAME     starts node NAME; its URI is the last line
 #   bash .ci/node.sh down NAME   stops it and removes what it left
 #   bash .ci/node.sh uri NAME    prints its URI (whether it runs or not)
+#   bash .ci/node.sh restart-libvirtd NAME [SIGNAL]
+#                                stops the node's libvirtd (SIGTERM, or
+#                                SIGNAL: KILL for a crash), starts it again
+#                                in the node's namespace; its guests run on
+#                                and the new daemon takes them back
 #
 # A node is a libvirtd and a virtlogd of their own in their own mount and
 # UTS namespace (unshare --mount --uts --propagation private), with private
@@ -31,11 +36,12 @@ exec </dev/null
 nodes=/var/lib/vmi2libvirt/nodes
 
 die() { echo "node.sh: $*" >&2; exit 1; }
-usage() { die "usage: node.sh up|down|uri NAME"; }
+usage() { die "usage: node.sh up|down|uri NAME | restart-libvirtd NAME [SIGNAL]"; }
 
-[ $# -eq 2 ] || usage
+[ $# -eq 2 ] || { [ $# -eq 3 ] && [ "$1" = restart-libvirtd ]; } || usage
 cmd="$1"
 name="$2"
+signal="${3:-TERM}"
 [[ "$name" =~ ^[a-z0-9][a-z0-9-]{0,30}$ ]] || die "NAME must be lower-case letters, digits and dashes: $name"
 [ "$(id -u)" -eq 0 ] || die "run me as root (I start libvirtd)"
 
@@ -188,9 +194,36 @@ down() {
 	echo "node.sh: node $name down" >&2
 }
 
+# restart_libvirtd: the node's libvirtd ends (by $signal) and a new one
+# starts in the node's namespaces (entered through its virtlogd, which
+# lives on), then answers.
+restart_libvirtd() {
+	alive "$base/virtlogd.pid" || die "node $name is not up"
+	local p n
+	if alive "$base/libvirtd.pid"; then
+		p="$(cat "$base/libvirtd.pid")"
+		kill -s "$signal" "$p"
+		for n in $(seq 1 80); do
+			kill -0 "$p" 2>/dev/null || break
+			sleep 0.25
+		done
+		kill -0 "$p" 2>/dev/null && die "node $name: libvirtd $p does not end on SIG$signal"
+	fi
+	# A killed daemon leaves its pid file and socket behind; the new one
+	# takes both over.
+	nsenter --target "$(cat "$base/virtlogd.pid")" --mount --uts -- libvirtd -d -p "$base/libvirtd.pid"
+	for n in $(seq 1 120); do
+		answers && break
+		[ "$n" = 120 ] && die "node $name: the restarted libvirtd does not answer on $uri"
+		sleep 0.25
+	done
+	echo "node.sh: node $name: libvirtd restarted (SIG$signal)" >&2
+}
+
 case "$cmd" in
 up) up ;;
 down) down ;;
+restart-libvirtd) restart_libvirtd ;;
 uri) echo "$uri" ;;
 *) usage ;;
 esac

@@ -26,6 +26,9 @@ func (c *converter) balloon(d *libvirtxml.Domain) error {
 		c.vmi.Annotations[v1.FreePageReportingDisabledAnnotation] != "true" {
 		b.FreePageReporting = "on"
 	}
+	if c.facts.iommu {
+		b.Driver = &libvirtxml.DomainMemBalloonDriver{IOMMU: "on"}
+	}
 	d.Devices.MemBalloon = b
 	return nil
 }

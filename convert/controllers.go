@@ -24,7 +24,7 @@ func (c *converter) controllers(d *libvirtxml.Domain) error {
 	list = append(list, libvirtxml.DomainController{Type: "usb", Model: usb})
 
 	if c.needsSCSIController() {
-		list = append(list, libvirtxml.DomainController{Type: "scsi", Model: c.facts.virtioModel, Driver: c.scsiControllerDriver()})
+		list = append(list, libvirtxml.DomainController{Type: "scsi", Model: c.facts.virtioModel, Driver: c.withIOMMU(c.scsiControllerDriver())})
 	}
 
 	if strings.EqualFold(c.vmi.Annotations[v1.DisablePCIHole64], "true") {
@@ -34,7 +34,7 @@ func (c *converter) controllers(d *libvirtxml.Domain) error {
 	}
 
 	if !switchedOff(devs.AutoattachSerialConsole) {
-		list = append(list, libvirtxml.DomainController{Type: "virtio-serial", Model: c.facts.virtioModel})
+		list = append(list, libvirtxml.DomainController{Type: "virtio-serial", Model: c.facts.virtioModel, Driver: c.withIOMMU(nil)})
 	}
 	// Every controller has index 0, each in a field of its own.
 	indexes := p.controllerIndex[:]
@@ -46,6 +46,20 @@ func (c *converter) controllers(d *libvirtxml.Domain) error {
 	}
 	d.Devices.Controllers = list
 	return nil
+}
+
+// withIOMMU returns a virtio controller's driver d with iommu="on" for a
+// SEV guest (facts.iommu): d itself otherwise, or a new driver when d is
+// nil.
+func (c *converter) withIOMMU(d *libvirtxml.DomainControllerDriver) *libvirtxml.DomainControllerDriver {
+	if !c.facts.iommu {
+		return d
+	}
+	if d == nil {
+		d = new(libvirtxml.DomainControllerDriver)
+	}
+	d.IOMMU = "on"
+	return d
 }
 
 // needsUSB tells whether the guest needs a USB controller: for a USB input

@@ -104,6 +104,7 @@ func Convert(vmi *v1.VirtualMachineInstance, opts Options) (*libvirtxml.Domain, 
 		c.next(c.watchdog(d)) &&
 		c.next(c.tpm(d)) &&
 		c.next(c.sound(d)) &&
+		c.next(c.launchSecurity(d)) &&
 		c.next(c.rootComplex(d))) {
 		return nil, c.fatal
 	}

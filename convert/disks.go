@@ -235,6 +235,7 @@ func (c *converter) disk(b *diskBuilder, i int) (libvirtxml.DomainDisk, error) {
 			out.Driver.IOThread = &parts.ioThread
 		}
 		out.Driver.IOThreads = b.pool
+		out.Driver.IOMMU = c.iommuOn()
 	}
 	return out, nil
 }

@@ -40,7 +40,12 @@
 //	spec.livenessProbe, spec.readinessProbe          KubeVirt's virt-handler runs probes; a plain host has none
 //	spec.resourceClaims                              dynamic resource allocation needs a cluster
 //	spec.utilityVolumes                              utility volumes need a cluster
-//	spec.domain.launchSecurity                       the host's SEV/TDX set-up is not converted
+//	spec.domain.launchSecurity                       SEV-SNP, TDX and Secure Execution are not converted; AMD SEV
+//	                                                 where Options.HostFacts lists no "sev" or Options.EFI names
+//	                                                 no SEV build of OVMF
+//	spec.domain.launchSecurity.sev.policy.encryptedState
+//	                                                 SEV-ES where Options.HostFacts lists no "sev-es"
+//	spec.domain.launchSecurity.sev.attestation       KubeVirt's virt-handler serves SEV attestation; a plain host has none
 //	spec.domain.cpu.realtime                         realtime's settings on top of the host's NUMA topology are not converted
 //	spec.domain.firmware.acpi                        the tables are files inside secret volumes, which no layout names
 //	metadata.annotations[kubevirt.io/ignitiondata]   a file virt-launcher writes on its host and passes to QEMU

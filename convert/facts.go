@@ -42,6 +42,12 @@ type facts struct {
 	// mapping passthrough): the cpu area writes its cells and
 	// <numatune>, the memory area their hugepages.
 	numa numaPlan
+	// iommu tells whether the guest's virtio devices reach memory through
+	// an IOMMU (iommu="on" on their drivers): an AMD SEV guest's, whose
+	// memory is encrypted (usesSEV; KubeVirt's UseLaunchSecuritySEV) —
+	// its virtio disks, interfaces, SCSI and virtio-serial controllers,
+	// balloon and rng.
+	iommu bool
 }
 
 // gatherFacts works out the facts of converting vmi with opts.
@@ -61,6 +67,7 @@ func gatherFacts(vmi *v1.VirtualMachineInstance, opts *Options) facts {
 	f.ioThreads = planIOThreads(dom)
 	f.pins = planPins(vmi, f.topology.count(), f.ioThreads.pool, opts.CPUSet)
 	f.numa = planNUMA(vmi, opts.HostFacts.NUMA, &f.pins, f.memory)
+	f.iommu = usesSEV(vmi)
 	return f
 }
 

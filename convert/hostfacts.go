@@ -101,9 +101,9 @@ type Firmware struct {
 	// Machines are the machine-type patterns of its targets for Arch
 	// ("pc-q35-*").
 	Machines []string
-	// SecureBoot, EnrolledKeys and RequiresSMM are its features
-	// secure-boot, enrolled-keys and requires-smm.
-	SecureBoot, EnrolledKeys, RequiresSMM bool
+	// SecureBoot, EnrolledKeys, RequiresSMM and AMDSEV are its features
+	// secure-boot, enrolled-keys, requires-smm and amd-sev.
+	SecureBoot, EnrolledKeys, RequiresSMM, AMDSEV bool
 }
 
 // NUMACell is one NUMA cell of the host.

@@ -165,8 +165,8 @@ func (c *converter) domainInterface(path itemPath, iface *v1.Interface, parts *i
 	switch iface.Model {
 	case "", v1.VirtIO:
 		parts.model.Type = c.facts.virtioModel
-		if q := c.networkQueues(); q > 0 {
-			nic.Driver = &libvirtxml.DomainInterfaceDriver{Name: "vhost", Queues: q}
+		if q := c.networkQueues(); q > 0 || c.facts.iommu {
+			nic.Driver = &libvirtxml.DomainInterfaceDriver{Name: "vhost", Queues: q, IOMMU: c.iommuOn()}
 		}
 	}
 	nic.Model = &parts.model

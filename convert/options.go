@@ -77,6 +77,9 @@ type EFIFirmware struct {
 	Vars           string // e.g. /usr/share/OVMF/OVMF_VARS_4M.fd
 	SecureBootCode string // e.g. /usr/share/OVMF/OVMF_CODE_4M.secboot.fd
 	SecureBootVars string // e.g. /usr/share/OVMF/OVMF_VARS_4M.ms.fd
+	// SEVCode is the OVMF build an AMD SEV or SEV-ES guest boots, with
+	// Vars (KubeVirt's OVMF_CODE.cc.fd); empty: SEV guests are refused.
+	SEVCode string
 	// CodeRequiresSMM: Code boots only with SMM on (its firmware
 	// descriptor's requires-smm), so a plain EFI guest needs
 	// spec.domain.features.smm (secure boot always does).
@@ -98,7 +101,7 @@ type HostDevice struct {
 // KubeVirtOptions returns the Options that KubeVirt's virt-handler passes on
 // an amd64 node with KVM, with KubeVirt's pod paths as the layout: SMBIOS
 // manufacturer and family "KubeVirt", product "None", OVMF under
-// /usr/share/edk2/ovmf, balloon statistics every 10 seconds, free page
+// /usr/share/edk2/ovmf (its SEV build too), balloon statistics every 10 seconds, free page
 // reporting, bochs video for EFI guests and a serial console log.
 func KubeVirtOptions() Options {
 	return Options{
@@ -110,6 +113,7 @@ func KubeVirtOptions() Options {
 			Vars:           "/usr/share/edk2/ovmf/OVMF_VARS.fd",
 			SecureBootCode: "/usr/share/edk2/ovmf/OVMF_CODE.secboot.fd",
 			SecureBootVars: "/usr/share/edk2/ovmf/OVMF_VARS.secboot.fd",
+			SEVCode:        "/usr/share/edk2/ovmf/OVMF_CODE.cc.fd",
 		},
 		CPUSet:                []uint{2, 3, 4, 5},
 		MemBalloonStatsPeriod: 10,

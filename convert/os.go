@@ -48,7 +48,9 @@ func (c *converter) os(d *libvirtxml.Domain) error {
 // keys (api.Validate holds it to SMM being on). A persistent variable store
 // needs nothing more here: the Layout's NVRAM path is where the store lives
 // (KubeVirt keeps that folder on the VMI's backend storage; the host layout
-// keeps it in the VMI's state folder).
+// keeps it in the VMI's state folder). An AMD SEV guest boots the SEV
+// build of OVMF (Options.EFI.SEVCode) with the plain variables template,
+// as KubeVirt's (api.Validate holds it to secure boot being off).
 func (c *converter) efi(fw *v1.Firmware, o *libvirtxml.DomainOS) error {
 	if fw.Bootloader == nil || fw.Bootloader.EFI == nil {
 		return nil
@@ -56,7 +58,11 @@ func (c *converter) efi(fw *v1.Firmware, o *libvirtxml.DomainOS) error {
 	efi := fw.Bootloader.EFI
 	secure := efi.SecureBoot == nil || *efi.SecureBoot
 	code, vars := c.opts.EFI.Code, c.opts.EFI.Vars
-	if secure {
+	if ls := c.spec.Domain.LaunchSecurity; ls != nil && ls.SEV != nil {
+		if code = c.opts.EFI.SEVCode; code == "" || vars == "" {
+			return field.Forbidden(domainPath.Child("launchSecurity"), "no SEV firmware on this host (Options.EFI.SEVCode and Options.EFI.Vars are not both set)")
+		}
+	} else if secure {
 		code, vars = c.opts.EFI.SecureBootCode, c.opts.EFI.SecureBootVars
 		if code == "" || vars == "" {
 			return field.Invalid(efiPath.Child("secureBoot"), true, "no secure-boot firmware on this host (Options.EFI.SecureBootCode and SecureBootVars are not both set); set secureBoot: false to boot plain EFI")

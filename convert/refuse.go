@@ -11,7 +11,7 @@ import (
 // KubeVirt's node agent (virt-handler: probes, the guest agent's access
 // credentials), its cluster (dynamic resource
 // allocation, utility volumes), or something the
-// converter does not set up (confidential computing, realtime's settings,
+// converter does not set up (confidential computing but SEV, realtime's settings,
 // Ignition's -fw_cfg file, ACPI tables read from secret
 // volumes, changed block tracking, device metadata in a config drive).
 // Each refusal is in one of the two tables below, with its reason.
@@ -51,7 +51,15 @@ var refusals = []struct {
 	{func(vmi *v1.VirtualMachineInstance) bool { return vmi.Spec.ReadinessProbe != nil }, specPath.Child("readinessProbe"), "probes are run by KubeVirt's virt-handler, not by libvirt"},
 	{func(vmi *v1.VirtualMachineInstance) bool { return len(vmi.Spec.ResourceClaims) > 0 }, specPath.Child("resourceClaims"), "dynamic resource allocation needs a cluster"},
 	{func(vmi *v1.VirtualMachineInstance) bool { return len(vmi.Spec.UtilityVolumes) > 0 }, specPath.Child("utilityVolumes"), "utility volumes need a cluster"},
-	{func(vmi *v1.VirtualMachineInstance) bool { return vmi.Spec.Domain.LaunchSecurity != nil }, domainPath.Child("launchSecurity"), "confidential computing (SEV, TDX, Secure Execution) is not converted"},
+	{func(vmi *v1.VirtualMachineInstance) bool {
+		ls := vmi.Spec.Domain.LaunchSecurity
+		return ls != nil && ls.SEV == nil
+	}, domainPath.Child("launchSecurity"), "confidential computing other than AMD SEV and SEV-ES (SEV-SNP, TDX, Secure Execution) is not converted"},
+	{func(vmi *v1.VirtualMachineInstance) bool {
+		ls := vmi.Spec.Domain.LaunchSecurity
+		return ls != nil && ls.SEV != nil && ls.SEV.Attestation != nil
+	}, domainPath.Child("launchSecurity", "sev", "attestation"),
+		"SEV attestation (the launch measurement and secret injection of the sev/* subresources) is served by KubeVirt's virt-handler, which is not available"},
 	{func(vmi *v1.VirtualMachineInstance) bool {
 		return vmi.Spec.Domain.CPU != nil && vmi.Spec.Domain.CPU.Realtime != nil
 	}, cpuPath.Child("realtime"), "realtime VMIs (the host's NUMA topology passed through with realtime's scheduling and settings) are not converted"},

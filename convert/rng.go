@@ -12,6 +12,9 @@ func (c *converter) rng(d *libvirtxml.Domain) error {
 	p.rngRandom.Device = "/dev/urandom"
 	p.rngBackend.Random = &p.rngRandom
 	p.rngs[0] = libvirtxml.DomainRNG{Model: c.facts.virtioModel, Backend: &p.rngBackend}
+	if c.facts.iommu {
+		p.rngs[0].Driver = &libvirtxml.DomainRNGDriver{IOMMU: "on"}
+	}
 	d.Devices.RNGs = p.rngs[:]
 	return nil
 }

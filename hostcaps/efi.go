@@ -14,7 +14,11 @@ import (
 // needs SMM); for secure boot the first
 // with secure boot and enrolled keys (Microsoft's, the .ms variables
 // KubeVirt boots secure guests with: without enrolled keys secure boot
-// verifies nothing). A choice not found is left empty, and the converter
+// verifies nothing); for an AMD SEV guest the first without secure boot
+// and SMM that can boot one (amd-sev), with its variables template
+// (SEVCode: the converter boots SEV guests with Vars, as KubeVirt boots
+// its SEV build with the plain template; the two builds' templates are
+// the same on the hosts KubeVirt and Debian ship). A choice not found is left empty, and the converter
 // then refuses firmware.bootloader.efi (or its secureBoot) at its field.
 // ok is false when no descriptor names an EFI build for machine at all:
 // the host has no descriptors, and the caller looks for OVMF's files.
@@ -24,6 +28,9 @@ func EFI(fws []convert.Firmware, machine string) (efi convert.EFIFirmware, ok bo
 			continue
 		}
 		ok = true
+		if fw.AMDSEV && !fw.SecureBoot && !fw.RequiresSMM && efi.SEVCode == "" {
+			efi.SEVCode = fw.Code
+		}
 		switch {
 		case !fw.SecureBoot && efi.Code == "":
 			efi.Code, efi.Vars, efi.CodeRequiresSMM = fw.Code, fw.Vars, fw.RequiresSMM

@@ -46,6 +46,7 @@ func firmware(descs []Descriptor, arch string) ([]convert.Firmware, error) {
 			SecureBoot:   slices.Contains(desc.Features, "secure-boot"),
 			EnrolledKeys: slices.Contains(desc.Features, "enrolled-keys"),
 			RequiresSMM:  slices.Contains(desc.Features, "requires-smm"),
+			AMDSEV:       slices.Contains(desc.Features, "amd-sev"),
 		}
 		if fw.Code == "" {
 			fw.Code = desc.Mapping.Filename

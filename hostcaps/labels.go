@@ -42,9 +42,9 @@ var ObsoleteCPUModels = []string{
 //	                                       each confidential-computing form of LaunchSecurity
 //
 // A name that cannot be a label's is left out. KubeVirt's
-// kubevirt.io/realtime (read from the kernel's sched_rt_runtime_us, not
-// from libvirt) and its cross-architecture kubevirt.io/vm-arch-<arch>
-// (behind a feature gate) are not written.
+// kubevirt.io/realtime is read from the kernel, not from libvirt:
+// RealtimeLabels gives it. Its cross-architecture
+// kubevirt.io/vm-arch-<arch> (behind a feature gate) is not written.
 func NodeLabels(f convert.HostFacts) map[string]string {
 	out := map[string]string{}
 	add := func(prefix string, names ...string) {

@@ -62,17 +62,12 @@ func bootLive(t testing.TB, owner *string, base string) (*env, *v1.VirtualMachin
 	return e, vmi, bootShell(t, e, vmi)
 }
 
-// The guest's views of its disks, NICs and CPUs.
+// The guest's views of its NICs and CPUs (testguest.ListDisksCommand lists
+// its disks).
 const (
-	listDisks = `for d in /sys/block/*; do [ -e $d/device ] || continue; s=$(cat $d/serial 2>/dev/null || dd if=$d/device/vpd_pg80 bs=1 skip=4 2>/dev/null | tr -d '\000 '); echo "blk ${d##*/} serial=$s size=$(( $(cat $d/size) * 512 ))"; done`
 	listNICs  = `for n in /sys/class/net/e*; do ip link set ${n##*/} up; done; sleep 1; for n in /sys/class/net/e*; do echo "nic ${n##*/} mac=$(cat $n/address) carrier=$(cat $n/carrier)"; done`
 	onlineCPU = `for c in /sys/devices/system/cpu/cpu[1-9]*; do echo 1 > $c/online; done 2>/dev/null; echo "cpus $(grep -c ^processor /proc/cpuinfo)"`
 )
-
-// hasDisk tells whether a listing has a disk with serial and size.
-func hasDisk(out, serial string, size int64) bool {
-	return strings.Contains(out, fmt.Sprintf("serial=%s size=%d", serial, size))
-}
 
 // withDisk returns v with an emptyDisk on bus, its serial its name.
 func withDisk(v *v1.VirtualMachineInstance, name string, bus v1.DiskBus, size string) *v1.VirtualMachineInstance {
@@ -127,8 +122,8 @@ func TestE2ELiveChanges(t *testing.T) {
 		t.Fatalf("Sync with two disks more: %v", err)
 	}
 	synced := time.Since(began)
-	out, seen := g.until(listDisks, time.Minute, func(s string) bool {
-		return hasDisk(s, "hotvirtio", 64<<20) && hasDisk(s, "hotscsi", 32<<20)
+	out, seen := g.until(testguest.ListDisksCommand, time.Minute, func(s string) bool {
+		return testguest.HasDisk(s, "hotvirtio", 64<<20) && testguest.HasDisk(s, "hotscsi", 32<<20)
 	})
 	t.Logf("two disks hot-added: Sync took %s, the guest listed them %s later:\n%s", synced, seen, out)
 	st, err := e.l.Status(ctx, spec)
@@ -153,8 +148,8 @@ func TestE2ELiveChanges(t *testing.T) {
 	if err := e.l.Sync(ctx, spec); err != nil {
 		t.Fatalf("Sync without the virtio disk: %v", err)
 	}
-	g.until(listDisks, time.Minute, func(s string) bool {
-		return !strings.Contains(s, "serial=hotvirtio") && hasDisk(s, "hotscsi", 32<<20)
+	g.until(testguest.ListDisksCommand, time.Minute, func(s string) bool {
+		return !strings.Contains(s, "serial=hotvirtio") && testguest.HasDisk(s, "hotscsi", 32<<20)
 	})
 	again := liveEnv(t, &owner, e.layout.StateDir)
 	plans := launcher.Plans(again.l)
@@ -165,7 +160,7 @@ func TestE2ELiveChanges(t *testing.T) {
 		t.Errorf("the new launcher made %d plans", launcher.Plans(again.l)-plans)
 	}
 	time.Sleep(2 * time.Second)
-	if out := g.ask(listDisks); strings.Contains(out, "serial=hotvirtio") || !hasDisk(out, "hotscsi", 32<<20) {
+	if out := g.ask(testguest.ListDisksCommand); strings.Contains(out, "serial=hotvirtio") || !testguest.HasDisk(out, "hotscsi", 32<<20) {
 		t.Errorf("after a new launcher's Sync the guest lists:\n%s", out)
 	}
 	dom, err := e.conn.LookupDomainByName(domainName(vmi))
@@ -213,7 +208,7 @@ func TestE2ELiveChanges(t *testing.T) {
 	if err := again.l.Sync(ctx, spec); err != nil {
 		t.Fatalf("Sync after the lost marks: %v", err)
 	}
-	out, _ = g.until(listDisks, time.Minute, func(s string) bool { return hasDisk(s, "hotagain", 16<<20) })
+	out, _ = g.until(testguest.ListDisksCommand, time.Minute, func(s string) bool { return testguest.HasDisk(s, "hotagain", 16<<20) })
 	if n := strings.Count(out, "serial=hotagain"); n != 1 {
 		t.Errorf("the guest lists hotagain %d times:\n%s", n, out)
 	}
@@ -299,7 +294,7 @@ func TestE2ELiveChanges(t *testing.T) {
 	if after != before {
 		t.Errorf("a refused change changed the domain")
 	}
-	if out := g.ask(listDisks + "; " + onlineCPU); strings.Contains(out, "hotvirtio2") || !strings.Contains(out, "cpus 3") {
+	if out := g.ask(testguest.ListDisksCommand + "; " + onlineCPU); strings.Contains(out, "hotvirtio2") || !strings.Contains(out, "cpus 3") {
 		t.Errorf("after the refusal the guest has:\n%s", out)
 	}
 }
@@ -329,7 +324,7 @@ func BenchmarkSyncHotplugDisk(b *testing.B) {
 			b.Fatalf("Sync: %v", err)
 		}
 		syncs += time.Since(began)
-		g.until(listDisks, time.Minute, func(s string) bool { return hasDisk(s, serial, 16<<20) })
+		g.until(testguest.ListDisksCommand, time.Minute, func(s string) bool { return testguest.HasDisk(s, serial, 16<<20) })
 		seen += time.Since(began)
 	}
 	b.StopTimer()

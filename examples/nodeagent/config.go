@@ -17,6 +17,7 @@ import (
 
 	"github.com/vmi2libvirt/vmi2libvirt/convert"
 	"github.com/vmi2libvirt/vmi2libvirt/examples/nodeagent/agent"
+	"github.com/vmi2libvirt/vmi2libvirt/examples/nodeagent/nodeapi"
 	"github.com/vmi2libvirt/vmi2libvirt/launcher"
 )
 
@@ -27,7 +28,11 @@ type config struct {
 	Emulate    bool       // run guests under emulation (domain type qemu)
 	Claim      bool       // also bind unbound VMIs whose nodeSelector matches NodeLabels
 	NodeLabels labels.Set // this node's labels, for -claim
-	StateDir   string     // one state folder per VMI below it (absolute)
+
+	// Scheduling are the KubeVirt feature gates that change what -claim
+	// requires of this node for a VMI (-feature-gates).
+	Scheduling nodeapi.Scheduling
+	StateDir   string // one state folder per VMI below it (absolute)
 
 	// VolumeClaims maps a namespace's persistentVolumeClaim (or dataVolume)
 	// names to the host disks behind them: namespace → claim → disk.
@@ -64,6 +69,11 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 		cfg.NodeLabels = set
 		return nil
 	})
+	fs.Func("feature-gates", "KubeVirt feature gates that change what -claim requires of this node, `NAME,...`: HypervStrictCheck (each Hyper-V enlightenment needs its hyperv.node.kubevirt.io label)", func(s string) error {
+		sched, err := nodeapi.ParseFeatureGates(s)
+		cfg.Scheduling = sched
+		return err
+	})
 	fs.StringVar(&cfg.StateDir, "state-dir", convert.DefaultStateDir, "`DIR` holding one state folder per VMI")
 	fs.Func("volume-claims", "the host disks behind claims, `NAMESPACE/CLAIM=PATH,...`: a VMI's persistentVolumeClaim or dataVolume CLAIM in NAMESPACE is the raw file or block device (under /dev/) PATH, absolute", func(s string) error {
 		claims, err := parseVolumeClaims(s)
@@ -99,7 +109,7 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	})
 	fs.StringVar(&cfg.LibvirtURI, "libvirt-uri", "", "the libvirt connection `URI` (default "+launcher.DefaultURI+")")
 	fs.Usage = func() {
-		fmt.Fprintln(stderr, "usage: nodeagent -kubeconfig FILE -node NAME [-emulate] [-claim] [-node-labels k=v,...] [-state-dir DIR] [-volume-claims NAMESPACE/CLAIM=PATH,...] [-metrics-address ADDR] [-stream-address IP] [-stream-origins HOST:PORT,...] [-api-address HOST:PORT -api-certs DIR] [-heartbeat-interval DURATION] [-libvirt-uri URI]")
+		fmt.Fprintln(stderr, "usage: nodeagent -kubeconfig FILE -node NAME [-emulate] [-claim] [-node-labels k=v,...] [-feature-gates NAME,...] [-state-dir DIR] [-volume-claims NAMESPACE/CLAIM=PATH,...] [-metrics-address ADDR] [-stream-address IP] [-stream-origins HOST:PORT,...] [-api-address HOST:PORT -api-certs DIR] [-heartbeat-interval DURATION] [-libvirt-uri URI] [-migration-bandwidth QUANTITY]")
 		fs.PrintDefaults()
 	}
 	if err := fs.Parse(args); err != nil {

@@ -16,6 +16,7 @@ import (
 	virtv1 "kubevirt.io/api/core/v1"
 
 	"github.com/vmi2libvirt/vmi2libvirt/testkit/hosttest"
+	"github.com/vmi2libvirt/vmi2libvirt/testkit/testguest"
 )
 
 // The claim the virtctl world's agent maps (-volume-claims), and its size.
@@ -42,7 +43,7 @@ func volumeClaimFlags(t testing.TB, ns string) []string {
 // The guest's disks, one line each, then an end mark that its echo does
 // not contain.
 const (
-	listGuestDisks = `for d in /sys/block/*; do [ -e $d/device ] || continue; s=$(cat $d/serial 2>/dev/null || dd if=$d/device/vpd_pg80 bs=1 skip=4 2>/dev/null | tr -d '\000 '); echo "blk ${d##*/} serial=$s size=$(( $(cat $d/size) * 512 ))"; done; echo disks-$((1+1))-end`
+	listGuestDisks = testguest.ListDisksCommand + "; echo disks-$((1+1))-end"
 )
 
 var guestDisksAnswer = regexp.MustCompile(`(?s)\n((?:blk [a-z]+ serial=[^\n]*\n)*)[^\n]*disks-2-end`)
@@ -118,7 +119,6 @@ func hotplugRoundTrip(t *testing.T, w *virtctlWorld, ns, name string, added func
 			time.Sleep(500 * time.Millisecond)
 		}
 	}
-	seen := fmt.Sprintf("serial=%s size=%d", volumeClaim, volumeClaimSize)
 	guestDisks("no disk "+volumeClaim, func(s string) bool { return !strings.Contains(s, "serial="+volumeClaim) })
 
 	began := time.Now()
@@ -130,7 +130,9 @@ func hotplugRoundTrip(t *testing.T, w *virtctlWorld, ns, name string, added func
 		return vs != nil && vs.Phase == virtv1.VolumeReady && vs.HotplugVolume != nil
 	})
 	ready := time.Since(began)
-	disks, after := guestDisks("the disk "+seen, func(s string) bool { return strings.Contains(s, seen) })
+	disks, after := guestDisks(fmt.Sprintf("the disk %s of %d bytes", volumeClaim, volumeClaimSize), func(s string) bool {
+		return testguest.HasDisk(s, volumeClaim, volumeClaimSize)
+	})
 	t.Logf("virtctl addvolume %s: volumeStatus Ready after %s, the guest listed the disk %s later:\n%s", name, ready.Round(time.Millisecond), after.Round(time.Millisecond), disks)
 	added()
 

@@ -87,6 +87,7 @@ func run(ctx context.Context, cfg config, log *slog.Logger) error {
 		Node:       cfg.Node,
 		Claim:      cfg.Claim,
 		NodeLabels: cfg.NodeLabels,
+		Scheduling: cfg.Scheduling,
 		Launcher: launcher.Config{
 			URI:     cfg.LibvirtURI,
 			Emulate: cfg.Emulate,

@@ -21,6 +21,7 @@ import (
 
 	"github.com/vmi2libvirt/vmi2libvirt/convert"
 	"github.com/vmi2libvirt/vmi2libvirt/examples/nodeagent/internal/testcluster"
+	"github.com/vmi2libvirt/vmi2libvirt/examples/nodeagent/nodeapi"
 )
 
 func TestMain(m *testing.M) {
@@ -53,10 +54,10 @@ func TestParseFlags(t *testing.T) {
 		{
 			name: "all",
 			args: []string{"-kubeconfig", "/k", "-node", "node-a", "-emulate", "-claim", "-node-labels", "zone=a,kubevirt.io/schedulable=true",
-				"-state-dir", "/s", "-metrics-address", "127.0.0.1:0", "-stream-address", "127.0.0.1", "-stream-origins", "localhost:6080,*.example:443",
+				"-feature-gates", "HypervStrictCheck", "-state-dir", "/s", "-metrics-address", "127.0.0.1:0", "-stream-address", "127.0.0.1", "-stream-origins", "localhost:6080,*.example:443",
 				"-api-address", "127.0.0.1:0", "-api-certs", "/pki/nodeagent", "-heartbeat-interval", "5s", "-libvirt-uri", "qemu+unix:///system?socket=/s/sock", "-migration-bandwidth", "8Mi"},
 			want: config{Kubeconfig: "/k", Node: "node-a", Emulate: true, Claim: true,
-				NodeLabels: labels.Set{"zone": "a", "kubevirt.io/schedulable": "true"}, StateDir: "/s", MetricsAddress: "127.0.0.1:0",
+				NodeLabels: labels.Set{"zone": "a", "kubevirt.io/schedulable": "true"}, Scheduling: nodeapi.Scheduling{HypervStrictCheck: true}, StateDir: "/s", MetricsAddress: "127.0.0.1:0",
 				StreamAddress: "127.0.0.1", StreamOrigins: []string{"localhost:6080", "*.example:443"},
 				APIAddress: "127.0.0.1:0", APICerts: "/pki/nodeagent", HeartbeatInterval: 5 * time.Second, LibvirtURI: "qemu+unix:///system?socket=/s/sock", MigrationBandwidth: 8 << 20},
 		},
@@ -91,6 +92,10 @@ func TestParseFlags(t *testing.T) {
 			err: `invalid value "team/data=/srv/../etc/shadow" for flag -volume-claims: "team/data=/srv/../etc/shadow": the path "/srv/../etc/shadow" is not absolute and clean`},
 		{name: "volume claim twice", args: []string{"-kubeconfig", "/k", "-node", "a", "-volume-claims", "team/data=/srv/a.img,team/data=/srv/b.img"},
 			err: `invalid value "team/data=/srv/a.img,team/data=/srv/b.img" for flag -volume-claims: "team/data=/srv/b.img": the claim team/data is mapped twice`},
+		{name: "feature gate that changes no scheduling", args: []string{"-kubeconfig", "/k", "-node", "a", "-feature-gates", "HypervStrictCheck,LiveMigration"},
+			err: `invalid value "HypervStrictCheck,LiveMigration" for flag -feature-gates: "LiveMigration" is not a feature gate that changes scheduling (known: HypervStrictCheck)`},
+		{name: "feature gates, an empty one", args: []string{"-kubeconfig", "/k", "-node", "a", "-feature-gates", "HypervStrictCheck,"},
+			err: `invalid value "HypervStrictCheck," for flag -feature-gates: "" is not a feature gate that changes scheduling (known: HypervStrictCheck)`},
 		{name: "no kubeconfig", args: []string{"-node", "a"}, err: "-kubeconfig: required"},
 		{name: "no node", args: []string{"-kubeconfig", "/k"}, err: "-node: required"},
 		{name: "node not a name", args: []string{"-kubeconfig", "/k", "-node", "Node_A"},
@@ -171,14 +176,23 @@ func TestRefusesWithoutCRD(t *testing.T) {
 // that are valid labels, an absolute state folder, volume claims of valid
 // namespaces at absolute, clean paths.
 func FuzzParseFlags(f *testing.F) {
-	f.Add("node-a", "zone=a,kubevirt.io/schedulable=true", "/s", "127.0.0.1:0", "127.0.0.1", "team/data=/srv/data.img,team/b=/dev/sdb")
-	f.Add("Node_A", "zone", "", "off", "::1", "data=/srv/data.img")
-	f.Add("a", "a=b=c,,=", "rel/dir", "", "127.0.0.1:0", "t/a=/x,t/a=/y,/=,")
-	f.Fuzz(func(t *testing.T, node, nodeLabels, stateDir, metrics, streams, claims string) {
+	f.Add("node-a", "zone=a,kubevirt.io/schedulable=true", "/s", "127.0.0.1:0", "127.0.0.1", "team/data=/srv/data.img,team/b=/dev/sdb", "HypervStrictCheck")
+	f.Add("Node_A", "zone", "", "off", "::1", "data=/srv/data.img", "hypervstrictcheck")
+	f.Add("a", "a=b=c,,=", "rel/dir", "", "127.0.0.1:0", "t/a=/x,t/a=/y,/=,", "HypervStrictCheck,,")
+	f.Fuzz(func(t *testing.T, node, nodeLabels, stateDir, metrics, streams, claims, gates string) {
 		cfg, err := parseFlags([]string{"-kubeconfig", "/k", "-node", node, "-node-labels", nodeLabels,
-			"-state-dir", stateDir, "-metrics-address", metrics, "-stream-address", streams, "-volume-claims", claims}, io.Discard)
+			"-state-dir", stateDir, "-metrics-address", metrics, "-stream-address", streams, "-volume-claims", claims,
+			"-feature-gates", gates}, io.Discard)
 		if err != nil {
 			return
+		}
+		for _, g := range strings.Split(gates, ",") {
+			if gates != "" && g != "HypervStrictCheck" {
+				t.Errorf("accepted feature gates %q", gates)
+			}
+		}
+		if cfg.Scheduling.HypervStrictCheck != (gates != "") {
+			t.Errorf("feature gates %q: HypervStrictCheck %v", gates, cfg.Scheduling.HypervStrictCheck)
 		}
 		if errs := append(validation.IsDNS1123Subdomain(cfg.Node), validation.IsValidLabelValue(cfg.Node)...); len(errs) > 0 {
 			t.Errorf("accepted node %q: %v", cfg.Node, errs)

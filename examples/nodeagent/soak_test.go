@@ -5,14 +5,23 @@ package main
 // instants drawn from a seed; afterwards (faults stopped, a settle time)
 // it checks invariants over the whole history. Rerun a failure with
 // -soak.seed N (printed at the start).
+//
+// Node 0 runs on the system libvirtd with its state folder on a small
+// tmpfs of its own (which a fault fills up); node 1 runs on a libvirtd of
+// its own (hosttest.Node), which a fault restarts. Half the guests start
+// paused, the others boot the test guest, whose report on its console
+// (appended to the state folder's serial log) says its boot ID: a VMI
+// incarnation whose log shows two boot IDs booted twice.
 
 import (
 	"context"
 	"errors"
 	"flag"
 	"fmt"
+	"maps"
 	"math/rand/v2"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"sort"
@@ -32,6 +41,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/vmi2libvirt/vmi2libvirt/hostplan"
+	"github.com/vmi2libvirt/vmi2libvirt/testkit/hosttest"
 	"github.com/vmi2libvirt/vmi2libvirt/testkit/testguest"
 )
 
@@ -45,6 +55,17 @@ var (
 // guests).
 const soakMaxLive = 4
 
+// soakDiskSize is the size of the tmpfs node 0's state folder is on.
+const soakDiskSize = 64 << 20
+
+// soakClaims is how many VMs (o1, o2, ...) have a claim both agents map
+// (-volume-claims), which the workload may hot-add to the VM; each claim
+// is a sparse raw file of soakClaimSize bytes, shared by the nodes.
+const (
+	soakClaims    = 400
+	soakClaimSize = 4 << 20
+)
+
 // soakObject is one VMI or VM of the workload and what the operations
 // the workload saw succeed leave it as.
 type soakObject struct {
@@ -52,6 +73,8 @@ type soakObject struct {
 	vm      bool
 	exists  bool // not deleted (as far as the workload saw)
 	running bool // VMs: runStrategy Always, else Halted
+	paused  bool // its guest starts paused (startStrategy Paused)
+	disk    bool // VMs: its claim was hot-added (the template has it)
 	// uncertain is the kind of the last operation on it that failed as
 	// the workload saw it (it may have happened anyway); "" when none.
 	uncertain string
@@ -72,22 +95,83 @@ type soak struct {
 	pool  string
 	nodes []string
 	dirs  []string
+	// libvirts are the nodes' daemons, as the soak reads them.
+	libvirts []*soakLibvirt
+	// fill is a file on node 0's state disk, outside its state folder,
+	// that the disk-full fault writes until the disk is full.
+	fill string
+	// registry serves the guests' kernel-boot images.
+	registry *soakRegistry
+	// claims are the agents' -volume-claims; claimFile names a VM's.
+	claims    string
+	claimFile func(vm string) string
 
 	mu        sync.Mutex
 	objects   map[string]*soakObject
 	pending   []soakPending
 	converged []time.Duration
-	ops       map[string]int // succeeded operations by kind
-	opErrors  map[string]int // failed operations by kind (faults make some fail)
-	lastError map[string]string
+	ops       map[string]int      // succeeded operations by kind
+	opErrors  map[string]int      // failed operations by kind (faults make some fail)
+	errs      map[string][]string // distinct errors by kind, the first few
 	faults    map[string]int
 	qemuKills map[types.UID]bool // VMIs whose QEMU the soak killed: Failed is their truth
 
 	// Samples of libvirt: per VMI UID, the distinct domain IDs it ran
-	// as and the distinct Started marks; violations seen in a sample.
+	// as and the distinct Started marks; per boot ID (read from the serial
+	// logs of running guests), the UID whose log showed it first; per
+	// UID, its boot IDs; violations seen in a sample.
 	ids        map[types.UID]map[int]bool
 	starts     map[types.UID]map[time.Time]bool
+	bootOf     map[string]types.UID
+	boots      map[types.UID][]string
 	violations []string
+	// migrated are the VMI UIDs the workload asked to migrate: they may
+	// run as a domain of each node, one after the other.
+	migrated map[types.UID]bool
+}
+
+// soakLibvirt is a node's libvirt daemon as the soak reads it: one
+// connection, opened again after the daemon restarted.
+type soakLibvirt struct {
+	uri string
+	// pidFile is where the daemon keeps a domain's QEMU process ID.
+	pidFile func(domain string) string
+
+	mu   sync.Mutex
+	conn *libvirt.Connect
+}
+
+// do calls f with the daemon's connection; when f fails for another
+// reason than a missing domain, the connection is opened again and f
+// called once more (the daemon may have restarted in between).
+func (l *soakLibvirt) do(f func(*libvirt.Connect) error) error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for try := 0; ; try++ {
+		if l.conn == nil {
+			c, err := libvirt.NewConnect(l.uri)
+			if err != nil {
+				return err
+			}
+			l.conn = c
+		}
+		err := f(l.conn)
+		var lerr libvirt.Error
+		if err == nil || try == 1 || (errors.As(err, &lerr) && lerr.Code == libvirt.ERR_NO_DOMAIN) {
+			return err
+		}
+		_, _ = l.conn.Close()
+		l.conn = nil
+	}
+}
+
+func (l *soakLibvirt) close() {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.conn != nil {
+		_, _ = l.conn.Close()
+		l.conn = nil
+	}
 }
 
 func TestSoak(t *testing.T) {
@@ -97,11 +181,29 @@ func TestSoak(t *testing.T) {
 	vw.cp = vw.cluster.StartControlPlane(t)
 	s := &soak{
 		vw: vw, ns: vw.namespace(t, "soak"), pool: uniqueName("pool"),
-		nodes:   []string{uniqueName("node"), uniqueName("node")},
-		dirs:    []string{stateDir(t), stateDir(t)},
-		objects: map[string]*soakObject{}, ops: map[string]int{}, opErrors: map[string]int{}, lastError: map[string]string{}, faults: map[string]int{},
+		nodes:   []string{uniqueName("node"), fmt.Sprintf("soak-%d", os.Getpid())},
+		objects: map[string]*soakObject{}, ops: map[string]int{}, opErrors: map[string]int{}, errs: map[string][]string{}, faults: map[string]int{},
 		qemuKills: map[types.UID]bool{}, ids: map[types.UID]map[int]bool{}, starts: map[types.UID]map[time.Time]bool{},
+		bootOf: map[string]types.UID{}, boots: map[types.UID][]string{}, migrated: map[types.UID]bool{},
 	}
+	disk := smallDisk(t, soakDiskSize)
+	s.dirs = []string{filepath.Join(disk, "state"), stateDir(t)}
+	if err := os.Mkdir(s.dirs[0], 0o711); err != nil {
+		t.Fatal(err)
+	}
+	s.fill = filepath.Join(disk, "fill")
+	uri1 := hosttest.Node(t, s.nodes[1])
+	s.libvirts = []*soakLibvirt{
+		{uri: "qemu:///system", pidFile: func(d string) string { return "/run/libvirt/qemu/" + d + ".pid" }},
+		{uri: uri1, pidFile: func(d string) string { return hosttest.NodeQEMUPIDFile(s.nodes[1], d) }},
+	}
+	defer func() {
+		for _, l := range s.libvirts {
+			l.close()
+		}
+	}()
+	s.makeClaims(t)
+	s.registry = newSoakRegistry(t)
 	agents := []*agentProcess{s.startAgent(t, 0), s.startAgent(t, 1)}
 
 	ctx, stop := context.WithCancel(context.Background())
@@ -128,12 +230,14 @@ func TestSoak(t *testing.T) {
 		s.count(fault)
 	}
 	var round []int
+	var pastOutput []string // of the agents killed
+	fills := 0
 	for time.Now().Before(end) {
 		time.Sleep(time.Duration(4+frng.IntN(8)) * time.Second)
 		// Each kind once per round, in an order of the seed: a short run
 		// still injects all of them.
 		if len(round) == 0 {
-			round = frng.Perm(5)
+			round = frng.Perm(8)
 		}
 		k := round[0]
 		round = round[1:]
@@ -141,6 +245,7 @@ func TestSoak(t *testing.T) {
 		case 0:
 			i := frng.IntN(2)
 			agents[i].stop(t, os.Kill)
+			pastOutput = append(pastOutput, agents[i].output())
 			time.Sleep(time.Duration(frng.IntN(6000)) * time.Millisecond)
 			agents[i] = s.startAgent(t, i)
 			s.count("agent SIGKILL")
@@ -157,6 +262,31 @@ func TestSoak(t *testing.T) {
 			restart("kube-apiserver restart", vw.cluster.StopAPIServer, vw.cluster.StartAPIServer)
 		case 4:
 			restart("etcd restart", vw.cluster.StopEtcd, vw.cluster.StartEtcd)
+		case 5:
+			sig := []string{"TERM", "KILL"}[frng.IntN(2)]
+			if err := hosttest.RestartNodeLibvirtd(s.nodes[1], sig); err != nil {
+				t.Fatal(err)
+			}
+			s.count("libvirtd restart (SIG" + sig + ")")
+		case 6:
+			if err := fillDisk(s.fill); err != nil {
+				t.Fatal(err)
+			}
+			// A VMI arrives on the full disk's node: its start must wait
+			// for space, and then succeed.
+			fills++
+			o := &soakObject{name: fmt.Sprintf("full%d", fills), exists: true, running: true, paused: frng.IntN(2) == 0}
+			s.op("create", o, func() error { return s.create(o, 0) })
+			time.Sleep(time.Duration(3000+frng.IntN(7000)) * time.Millisecond)
+			if err := os.Remove(s.fill); err != nil {
+				t.Fatal(err)
+			}
+			s.count("state disk full")
+		case 7:
+			s.registry.stop(true)
+			time.Sleep(time.Duration(5000+frng.IntN(10000)) * time.Millisecond)
+			s.registry.stop(false)
+			s.count("registry not answering")
 		}
 	}
 	stopWork()
@@ -178,6 +308,18 @@ func TestSoak(t *testing.T) {
 	wg.Wait()
 
 	s.report(t, settled, len(last) == 0)
+	var migs virtv1.VirtualMachineInstanceMigrationList
+	if err := vw.client.List(context.Background(), &migs, client.InNamespace(s.ns)); err == nil {
+		phases := map[virtv1.VirtualMachineInstanceMigrationPhase]int{}
+		for _, m := range migs.Items {
+			phases[m.Status.Phase]++
+		}
+		t.Logf("soak: migrations by phase %v", phases)
+	}
+	// What the faults did to the agents, as they said it.
+	all := strings.Join(append(pastOutput, agents[0].output(), agents[1].output()), "\n")
+	t.Logf("soak: the agents said %d times that the libvirt connection was lost, %d times that a disk was full; the registry left %d requests unanswered",
+		strings.Count(all, "libvirt connection lost"), strings.Count(all, "no space left on device"), s.registry.unanswered.Load())
 	// The processes' output first and the verdict last: a log cut to its
 	// tail (as CI's is) still shows why the soak failed.
 	if len(s.violations) > 0 || len(last) > 0 {
@@ -206,7 +348,101 @@ func TestSoak(t *testing.T) {
 
 // startAgent starts the agent of node i, claiming VMs of the soak's pool.
 func (s *soak) startAgent(t *testing.T, i int) *agentProcess {
-	return s.vw.startNode(t, s.nodes[i], s.dirs[i], "-claim", "-node-labels", "example.com/pool="+s.pool, "-heartbeat-interval", "1s")
+	return s.vw.startNode(t, s.nodes[i], s.dirs[i], "-claim", "-node-labels", "example.com/pool="+s.pool, "-heartbeat-interval", "1s",
+		"-libvirt-uri", s.libvirts[i].uri, "-volume-claims", s.claims)
+}
+
+// soakClaim is the claim (and volume, disk and serial) the workload may
+// hot-add to the VM vm.
+func soakClaim(vm string) string { return "hp-" + vm }
+
+// makeClaims makes the raw files of the claims of the VMs o1 to
+// o<soakClaims> and the agents' flag that maps them.
+func (s *soak) makeClaims(t *testing.T) {
+	dir := hosttest.Dir(t, stateRoot, "claims-")
+	s.claimFile = func(vm string) string { return filepath.Join(dir, soakClaim(vm)+".img") }
+	var flag []string
+	for n := 1; n <= soakClaims; n++ {
+		vm := fmt.Sprintf("o%d", n)
+		if err := os.WriteFile(s.claimFile(vm), nil, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Truncate(s.claimFile(vm), soakClaimSize); err != nil {
+			t.Fatal(err)
+		}
+		flag = append(flag, s.ns+"/"+soakClaim(vm)+"="+s.claimFile(vm))
+	}
+	s.claims = strings.Join(flag, ",")
+}
+
+// migrate asks for a migration of the VM o's VMI (the control plane picks
+// the other node).
+func (s *soak) migrate(o soakObject) error {
+	ctx := context.Background()
+	var vmi virtv1.VirtualMachineInstance
+	if err := s.vw.client.Get(ctx, types.NamespacedName{Namespace: s.ns, Name: o.name}, &vmi); err != nil {
+		return err
+	}
+	s.mu.Lock()
+	s.migrated[vmi.UID] = true
+	s.mu.Unlock()
+	return s.vw.client.Create(ctx, &virtv1.VirtualMachineInstanceMigration{
+		ObjectMeta: metav1.ObjectMeta{Namespace: s.ns, GenerateName: o.name + "-"},
+		Spec:       virtv1.VirtualMachineInstanceMigrationSpec{VMIName: o.name},
+	})
+}
+
+// hotAdd adds o's claim to its template, hot-pluggable, on a SCSI disk
+// with the claim's name as its serial, as virtctl addvolume VM does (an
+// update of the VM as read: a conflict fails it).
+func (s *soak) hotAdd(o soakObject) error {
+	ctx := context.Background()
+	var vm virtv1.VirtualMachine
+	if err := s.vw.client.Get(ctx, types.NamespacedName{Namespace: s.ns, Name: o.name}, &vm); err != nil {
+		return err
+	}
+	c := soakClaim(o.name)
+	spec := &vm.Spec.Template.Spec
+	spec.Volumes = append(spec.Volumes, virtv1.Volume{Name: c, VolumeSource: virtv1.VolumeSource{
+		PersistentVolumeClaim: &virtv1.PersistentVolumeClaimVolumeSource{Hotpluggable: true,
+			PersistentVolumeClaimVolumeSource: k8sv1.PersistentVolumeClaimVolumeSource{ClaimName: c}}}})
+	spec.Domain.Devices.Disks = append(spec.Domain.Devices.Disks, virtv1.Disk{Name: c, Serial: c,
+		DiskDevice: virtv1.DiskDevice{Disk: &virtv1.DiskTarget{Bus: virtv1.DiskBusSCSI}}})
+	return s.vw.client.Update(ctx, &vm)
+}
+
+// smallDisk mounts a tmpfs of size bytes on a folder of the test's own
+// (unmounted when the test ends) and returns the folder.
+func smallDisk(t *testing.T, size int64) string {
+	dir := stateDir(t)
+	if out, err := exec.Command("mount", "-t", "tmpfs", "-o", fmt.Sprintf("size=%d,mode=0711", size), "soak", dir).CombinedOutput(); err != nil {
+		t.Fatalf("mount a tmpfs on %s: %v: %s", dir, err, out)
+	}
+	t.Cleanup(func() {
+		if out, err := exec.Command("umount", "--lazy", dir).CombinedOutput(); err != nil {
+			t.Errorf("umount %s: %v: %s", dir, err, out)
+		}
+	})
+	return dir
+}
+
+// fillDisk writes path until its file system is full.
+func fillDisk(path string) error {
+	f, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	chunk := make([]byte, 1<<20)
+	for {
+		if _, err = f.Write(chunk); err != nil {
+			break
+		}
+	}
+	if !errors.Is(err, syscall.ENOSPC) {
+		f.Close()
+		return fmt.Errorf("fill %s: %v, want ENOSPC", path, err)
+	}
+	return f.Close()
 }
 
 func (s *soak) count(fault string) {
@@ -239,10 +475,21 @@ func (s *soak) work(ctx context.Context, rng *rand.Rand) {
 			}
 		}
 		choice := rng.IntN(10)
+		var hotAddable, migratable []soakObject
+		for _, o := range live {
+			// A VM's guest with a hot-added raw file is not migrated: both
+			// nodes' QEMUs would open that one file.
+			if o.vm && o.running && !o.disk {
+				migratable = append(migratable, o)
+			}
+			if n, _ := strconv.Atoi(strings.TrimPrefix(o.name, "o")); o.vm && o.running && !o.disk && n <= soakClaims {
+				hotAddable = append(hotAddable, o)
+			}
+		}
 		switch {
 		case len(live) < soakMaxLive && (choice < 4 || len(live) == 0):
 			n++
-			o := &soakObject{name: fmt.Sprintf("o%d", n), vm: rng.IntN(2) == 0, exists: true, running: true}
+			o := &soakObject{name: fmt.Sprintf("o%d", n), vm: rng.IntN(2) == 0, exists: true, running: true, paused: rng.IntN(2) == 0}
 			if o.vm && rng.IntN(3) == 0 {
 				o.running = false
 			}
@@ -258,6 +505,12 @@ func (s *soak) work(ctx context.Context, rng *rand.Rand) {
 				return s.vw.client.Patch(context.Background(), &virtv1.VirtualMachine{ObjectMeta: metav1.ObjectMeta{Namespace: s.ns, Name: o.name}},
 					client.RawPatch(types.MergePatchType, fmt.Appendf(nil, `{"spec":{"runStrategy":%q}}`, strategyOf(o.running))))
 			})
+		case choice == 8 && len(migratable) > 0:
+			o := migratable[rng.IntN(len(migratable))]
+			s.op("migrate", &o, func() error { return s.migrate(o) })
+		case choice == 7 && len(hotAddable) > 0:
+			o := hotAddable[rng.IntN(len(hotAddable))]
+			s.op("hot-add disk", &o, func() error { o.disk = true; return s.hotAdd(o) })
 		case len(live) > 0:
 			o := live[rng.IntN(len(live))]
 			s.op(map[bool]string{true: "delete VM", false: "delete VMI"}[o.vm], &o, func() error { o.exists = false; return s.delete(o) })
@@ -282,7 +535,10 @@ func (s *soak) op(kind string, o *soakObject, do func() error) {
 	defer s.mu.Unlock()
 	if err != nil {
 		s.opErrors[kind]++
-		s.lastError[kind+map[bool]string{true: " VM", false: " VMI"}[o.vm]] = err.Error()
+		k := kind + map[bool]string{true: " VM", false: " VMI"}[o.vm]
+		if e := err.Error(); len(s.errs[k]) < 3 && !slices.Contains(s.errs[k], e) {
+			s.errs[k] = append(s.errs[k], e)
+		}
 		// The operation may have happened anyway: the object's intent is
 		// learnt from the API server at the end (resolveUncertain).
 		cur, ok := s.objects[o.name]
@@ -296,6 +552,9 @@ func (s *soak) op(kind string, o *soakObject, do func() error) {
 		return
 	}
 	s.ops[kind]++
+	if kind == "create" && !o.paused {
+		s.ops["create (guest booting)"]++
+	}
 	o.uncertain = ""
 	s.objects[o.name] = o
 	// A newer operation on the object supersedes the older's wait.
@@ -308,9 +567,22 @@ func (s *soak) op(kind string, o *soakObject, do func() error) {
 // its agent claims: KubeVirt's admission refuses a VMI created with the
 // node label) or in the pool (a VM).
 func (s *soak) create(o *soakObject, i int) error {
-	paused := virtv1.StartStrategyPaused
 	vmi := guestVMI(s.ns, o.name, 5, testguest.ActionACPI)
-	vmi.Spec.StartStrategy = &paused
+	ref, err := s.registry.ref(context.Background(), o.name)
+	if err != nil {
+		return fmt.Errorf("tag the image of %s: %w", o.name, err)
+	}
+	vmi.Spec.Domain.Firmware.KernelBoot.Container.Image = ref
+	// A cloud-init disk: its ISO is written to the state folder at each
+	// start (and on a migration's target), where a full disk refuses it.
+	vmi.Spec.Domain.Devices.Disks = append(vmi.Spec.Domain.Devices.Disks, virtv1.Disk{Name: "cloudinit",
+		DiskDevice: virtv1.DiskDevice{Disk: &virtv1.DiskTarget{Bus: virtv1.DiskBusVirtio}}})
+	vmi.Spec.Volumes = append(vmi.Spec.Volumes, virtv1.Volume{Name: "cloudinit", VolumeSource: virtv1.VolumeSource{
+		CloudInitNoCloud: &virtv1.CloudInitNoCloudSource{UserData: "#cloud-config\nhostname: " + o.name + "\n"}}})
+	if o.paused {
+		paused := virtv1.StartStrategyPaused
+		vmi.Spec.StartStrategy = &paused
+	}
 	if !o.vm {
 		vmi.Spec.NodeSelector = map[string]string{k8sv1.LabelHostname: s.nodes[i]}
 		return s.vw.client.Create(context.Background(), vmi)
@@ -368,11 +640,14 @@ func (s *soak) truth(o soakObject) string {
 			return fmt.Sprintf("VM %s stopped: %s; VMI %s", o.name, describeVM(&vm), describe(vmiOrNil(hasVMI, &vmi)))
 		case !o.running:
 			return ""
-		case !hasVMI || vm.Status.PrintableStatus != virtv1.VirtualMachineStatusPaused:
-			// Its guest starts paused: printableStatus Paused, from its VMI.
-			return fmt.Sprintf("VM %s started: %s; VMI %s", o.name, describeVM(&vm), describe(vmiOrNil(hasVMI, &vmi)))
+		case !hasVMI || vm.Status.PrintableStatus != map[bool]virtv1.VirtualMachinePrintableStatus{true: virtv1.VirtualMachineStatusPaused, false: virtv1.VirtualMachineStatusRunning}[o.paused]:
+			// printableStatus Paused when its guest starts paused, from its VMI.
+			return fmt.Sprintf("VM %s started (paused %t): %s; VMI %s", o.name, o.paused, describeVM(&vm), describe(vmiOrNil(hasVMI, &vmi)))
 		}
-		return s.vmiTruth(&vmi, false)
+		if d := s.vmiTruth(&vmi, false); d != "" || !o.disk {
+			return d
+		}
+		return s.diskTruth(o, &vmi)
 	}
 	switch {
 	case !o.exists && hasVMI:
@@ -419,22 +694,101 @@ func (s *soak) vmiTruth(vmi *virtv1.VirtualMachineInstance, killed bool) string 
 	return ""
 }
 
+// diskTruth: the VM o's hot-added claim is in its running VMI's spec and
+// volume status (Ready) and attached to its domain.
+func (s *soak) diskTruth(o soakObject, vmi *virtv1.VirtualMachineInstance) string {
+	c := soakClaim(o.name)
+	inSpec := slices.ContainsFunc(vmi.Spec.Volumes, func(v virtv1.Volume) bool { return v.Name == c })
+	ready := slices.ContainsFunc(vmi.Status.VolumeStatus, func(v virtv1.VolumeStatus) bool { return v.Name == c && v.Phase == virtv1.VolumeReady })
+	attached := false
+	for _, l := range s.libvirts {
+		_ = l.do(func(conn *libvirt.Connect) error {
+			dom, err := conn.LookupDomainByName(domainName(s.ns, o.name))
+			if err != nil {
+				return err
+			}
+			defer dom.Free()
+			x, err := dom.GetXMLDesc(0)
+			attached = attached || err == nil && strings.Contains(x, "'"+s.claimFile(o.name)+"'")
+			return err
+		})
+	}
+	if !inSpec || !ready || !attached {
+		return fmt.Sprintf("VM %s: its hot-added claim %s in the VMI's spec %t, Ready %t, attached to its domain %t; volume status %+v", o.name, c, inSpec, ready, attached, vmi.Status.VolumeStatus)
+	}
+	return ""
+}
+
 // domainOf is world.domain without t (the soak's goroutines must not fail
-// the test).
+// the test), on each node's libvirt: the first that has the domain.
 func (s *soak) domainOf(name string) (exists bool, id int, owner string) {
-	dom, err := s.vw.conn.LookupDomainByName(domainName(s.ns, name))
-	if err != nil {
-		return false, -1, ""
+	for _, l := range s.libvirts {
+		err := l.do(func(c *libvirt.Connect) error {
+			dom, err := c.LookupDomainByName(domainName(s.ns, name))
+			if err != nil {
+				return err
+			}
+			defer dom.Free()
+			exists, id = true, -1
+			if n, err := dom.GetID(); err == nil {
+				id = int(n)
+			}
+			if m := marksOfDomain(dom); m != nil {
+				owner = m.Owner
+			}
+			return nil
+		})
+		if err == nil {
+			return exists, id, owner
+		}
 	}
-	defer dom.Free()
-	id = -1
-	if n, err := dom.GetID(); err == nil {
-		id = int(n)
+	return false, -1, ""
+}
+
+// soakDomain is one domain of a node's libvirt with the soak's marks.
+type soakDomain struct {
+	name   string
+	node   int
+	active bool
+	// migrating: paused by a migration (an incoming target, or a source
+	// handing over), not running its guest.
+	migrating bool
+	id        int
+	marks     *hostplan.Marks
+}
+
+// domains lists the domains of every node's libvirt that carry the marks
+// of one of the soak's nodes.
+func (s *soak) domains() ([]soakDomain, error) {
+	var out []soakDomain
+	for i, l := range s.libvirts {
+		err := l.do(func(c *libvirt.Connect) error {
+			doms, err := c.ListAllDomains(0)
+			if err != nil {
+				return err
+			}
+			for j := range doms {
+				dom := &doms[j]
+				if m := marksOfDomain(dom); m != nil && slices.Contains(s.nodes, m.Owner) {
+					d := soakDomain{node: i, id: -1, marks: m}
+					d.name, _ = dom.GetName()
+					if id, err := dom.GetID(); err == nil {
+						d.active, d.id = true, int(id)
+					}
+					if state, reason, err := dom.GetState(); err == nil {
+						d.migrating = state == libvirt.DOMAIN_PAUSED && libvirt.DomainPausedReason(reason) == libvirt.DOMAIN_PAUSED_MIGRATION
+					}
+					out = append(out, d)
+				}
+				_ = dom.Free()
+			}
+			return nil
+		})
+		if err != nil {
+			return nil, fmt.Errorf("node %s: list domains: %w", s.nodes[i], err)
+		}
 	}
-	if m := marksOfDomain(dom); m != nil {
-		owner = m.Owner
-	}
-	return true, id, owner
+	return out, nil
 }
 
 func marksOfDomain(dom *libvirt.Domain) *hostplan.Marks {
@@ -472,54 +826,82 @@ func (s *soak) watchConvergence(ctx context.Context) {
 	}
 }
 
-// sample reads libvirt's domains of the soak's nodes every 300 ms: a VMI
-// UID that ran as two domain IDs or with two Started marks booted twice;
-// two domains of one UID in one sample ran at once.
+// sample reads the nodes' libvirts every 300 ms: a VMI UID that ran as
+// two domain IDs, with two Started marks or with two boot IDs in its
+// serial log booted twice; two domains of one UID in one sample ran at
+// once.
 func (s *soak) sample(ctx context.Context) {
 	for ctx.Err() == nil {
-		doms, err := s.vw.conn.ListAllDomains(0)
-		if err == nil {
+		if doms, err := s.domains(); err == nil {
 			seen := map[types.UID][]string{}
-			for i := range doms {
-				dom := &doms[i]
-				m := marksOfDomain(dom)
-				if m != nil && slices.Contains(s.nodes, m.Owner) && m.VMI.UID != "" {
-					name, _ := dom.GetName()
-					id, idErr := dom.GetID()
-					s.mu.Lock()
-					if idErr == nil {
-						seen[m.VMI.UID] = append(seen[m.VMI.UID], name)
-						if s.ids[m.VMI.UID] == nil {
-							s.ids[m.VMI.UID] = map[int]bool{}
-						}
-						s.ids[m.VMI.UID][int(id)] = true
-						if len(s.ids[m.VMI.UID]) == 2 {
-							s.violations = append(s.violations, fmt.Sprintf("VMI %s (UID %s) ran as two domain IDs %v", m.Key(), m.VMI.UID, keys(s.ids[m.VMI.UID])))
-						}
-					}
-					if m.Started != nil {
-						if s.starts[m.VMI.UID] == nil {
-							s.starts[m.VMI.UID] = map[time.Time]bool{}
-						}
-						s.starts[m.VMI.UID][m.Started.At] = true
-						if len(s.starts[m.VMI.UID]) == 2 {
-							s.violations = append(s.violations, fmt.Sprintf("VMI %s (UID %s) started twice: %v", m.Key(), m.VMI.UID, keys(s.starts[m.VMI.UID])))
-						}
-					}
-					s.mu.Unlock()
+			for _, d := range doms {
+				if d.marks.VMI.UID == "" {
+					continue
 				}
-				_ = dom.Free()
+				s.sampleDomain(d, seen)
 			}
 			for uid, names := range seen {
 				if len(names) > 1 {
-					s.mu.Lock()
-					s.violations = append(s.violations, fmt.Sprintf("UID %s ran as %d domains at once: %v", uid, len(names), names))
-					s.mu.Unlock()
+					s.violate("UID %s ran as %d domains at once: %v", uid, len(names), names)
 				}
 			}
 		}
 		time.Sleep(300 * time.Millisecond)
 	}
+}
+
+// sampleDomain records what one sample saw of the domain d.
+func (s *soak) sampleDomain(d soakDomain, seen map[types.UID][]string) {
+	uid, key := d.marks.VMI.UID, d.marks.Key()
+	var log []byte
+	if d.active {
+		log, _ = os.ReadFile(filepath.Join(s.dirs[d.node], d.name, "serial0.log"))
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if d.active && !d.migrating {
+		seen[uid] = append(seen[uid], s.nodes[d.node]+"/"+d.name)
+	}
+	if d.active {
+		// Domain IDs are a daemon's own: keyed by node. A VMI that
+		// migrates runs as a domain of each node it goes to.
+		if s.ids[uid] == nil {
+			s.ids[uid] = map[int]bool{}
+		}
+		s.ids[uid][d.node<<20|d.id] = true
+		if len(s.ids[uid]) == 2 && !s.migrated[uid] {
+			s.violations = append(s.violations, fmt.Sprintf("VMI %s (UID %s) ran as two domains (node<<20|ID) %v", key, uid, keys(s.ids[uid])))
+		}
+	}
+	if d.marks.Started != nil {
+		if s.starts[uid] == nil {
+			s.starts[uid] = map[time.Time]bool{}
+		}
+		s.starts[uid][d.marks.Started.At] = true
+		if len(s.starts[uid]) == 2 {
+			s.violations = append(s.violations, fmt.Sprintf("VMI %s (UID %s) started twice: %v", key, uid, keys(s.starts[uid])))
+		}
+	}
+	for _, id := range testguest.BootIDs(string(log)) {
+		switch first, ok := s.bootOf[id]; {
+		case !ok:
+			s.bootOf[id] = uid
+			s.boots[uid] = append(s.boots[uid], id)
+			if len(s.boots[uid]) == 2 {
+				s.violations = append(s.violations, fmt.Sprintf("VMI %s (UID %s) booted twice: boot IDs %v", key, uid, s.boots[uid]))
+			}
+		case first != uid:
+			s.violations = append(s.violations, fmt.Sprintf("the serial log of VMI %s (UID %s) shows boot %s of UID %s: a state folder outlived its VMI", key, uid, id, first))
+			s.bootOf[id] = uid
+		}
+	}
+}
+
+// violate records a violation.
+func (s *soak) violate(format string, args ...any) {
+	s.mu.Lock()
+	s.violations = append(s.violations, fmt.Sprintf(format, args...))
+	s.mu.Unlock()
 }
 
 func keys[K comparable](m map[K]bool) []K {
@@ -547,7 +929,13 @@ func (s *soak) killQEMU(rng *rand.Rand) bool {
 		return false
 	}
 	v := running[rng.IntN(len(running))]
-	raw, err := os.ReadFile("/run/libvirt/qemu/" + domainName(s.ns, v.Name) + ".pid")
+	var raw []byte
+	err := os.ErrNotExist
+	for _, l := range s.libvirts {
+		if raw, err = os.ReadFile(l.pidFile(domainName(s.ns, v.Name))); err == nil {
+			break
+		}
+	}
 	if err != nil {
 		return false
 	}
@@ -576,21 +964,30 @@ func (s *soak) divergences(t *testing.T) []string {
 	if err := s.vw.client.List(context.Background(), &list, client.InNamespace(s.ns)); err != nil {
 		return append(out, fmt.Sprintf("list VMIs: %v", err))
 	}
-	live := map[string]types.UID{}
+	live := map[string]virtv1.VirtualMachineInstance{}
 	for _, v := range list.Items {
-		live[v.Name] = v.UID
+		live[v.Name] = v
 	}
-	doms, err := s.vw.conn.ListAllDomains(0)
+	doms, err := s.domains()
 	if err != nil {
-		return append(out, fmt.Sprintf("list domains: %v", err))
+		return append(out, err.Error())
 	}
-	for i := range doms {
-		if m := marksOfDomain(&doms[i]); m != nil && slices.Contains(s.nodes, m.Owner) {
-			if uid, ok := live[m.VMI.Name]; !ok || (m.VMI.UID != "" && uid != m.VMI.UID) {
-				out = append(out, fmt.Sprintf("domain of %s (UID %s, node %s) left for a VMI that is gone", m.Key(), m.VMI.UID, m.Owner))
-			}
+	for _, d := range doms {
+		switch v, ok := live[d.marks.VMI.Name]; {
+		case !ok || (d.marks.VMI.UID != "" && v.UID != d.marks.VMI.UID):
+			out = append(out, fmt.Sprintf("domain of %s (UID %s, node %s) left on node %s for a VMI that is gone", d.marks.Key(), d.marks.VMI.UID, d.marks.Owner, s.nodes[d.node]))
+		case v.Status.NodeName != "" && v.Status.NodeName != s.nodes[d.node]:
+			out = append(out, fmt.Sprintf("domain of %s (UID %s) left on node %s, its VMI is on %s", d.marks.Key(), v.UID, s.nodes[d.node], v.Status.NodeName))
 		}
-		_ = doms[i].Free()
+	}
+	var migs virtv1.VirtualMachineInstanceMigrationList
+	if err := s.vw.client.List(context.Background(), &migs, client.InNamespace(s.ns)); err != nil {
+		return append(out, fmt.Sprintf("list migrations: %v", err))
+	}
+	for _, m := range migs.Items {
+		if m.Status.Phase != virtv1.MigrationSucceeded && m.Status.Phase != virtv1.MigrationFailed {
+			out = append(out, fmt.Sprintf("migration %s of %s not ended: %s", m.Name, m.Spec.VMIName, m.Status.Phase))
+		}
 	}
 	for i, dir := range s.dirs {
 		entries, _ := os.ReadDir(dir)
@@ -627,9 +1024,12 @@ func (s *soak) resolveUncertain() {
 			continue
 		}
 		gone := apierrors.IsNotFound(err)
-		running := o.running
+		running, disk := o.running, o.disk
 		if vm, ok := obj.(*virtv1.VirtualMachine); ok && !gone && vm.Spec.RunStrategy != nil {
 			running = *vm.Spec.RunStrategy == virtv1.RunStrategyAlways
+		}
+		if vm, ok := obj.(*virtv1.VirtualMachine); ok && !gone && vm.Spec.Template != nil {
+			disk = slices.ContainsFunc(vm.Spec.Template.Spec.Volumes, func(v virtv1.Volume) bool { return v.Name == soakClaim(o.name) })
 		}
 		exists := o.exists && !gone
 		if !gone && (o.uncertain == "create" || strings.HasPrefix(o.uncertain, "delete")) {
@@ -640,7 +1040,7 @@ func (s *soak) resolveUncertain() {
 		}
 		s.mu.Lock()
 		cur := s.objects[o.name]
-		cur.exists, cur.running, cur.uncertain = exists, running, ""
+		cur.exists, cur.running, cur.disk, cur.uncertain = exists, running, disk, ""
 		s.mu.Unlock()
 	}
 }
@@ -670,10 +1070,15 @@ func (s *soak) report(t *testing.T, settled time.Duration, ok bool) {
 		return conv[min(len(conv)-1, int(p*float64(len(conv))))].Round(10 * time.Millisecond)
 	}
 	t.Logf("soak: operations succeeded %v, failed %v", s.ops, s.opErrors)
-	for kind, e := range s.lastError {
-		t.Logf("soak: last error of %s: %s", kind, e)
+	for _, kind := range slices.Sorted(maps.Keys(s.errs)) {
+		t.Logf("soak: errors of %s: %q", kind, s.errs[kind])
 	}
 	t.Logf("soak: faults %v", s.faults)
+	booted := 0
+	for _, ids := range s.boots {
+		booted += len(ids)
+	}
+	t.Logf("soak: boots seen on the guests' consoles %d, of %d VMI UIDs", booted, len(s.boots))
 	t.Logf("soak: VMI UIDs seen running %d; convergence of %d operations p50 %s p99 %s max %s (%d still pending at the end)",
 		len(s.ids), len(conv), pct(0.5), pct(0.99), pct(1), len(s.pending))
 	t.Logf("soak: settled %t, %s after the faults stopped", ok, settled.Round(time.Second))

@@ -92,7 +92,7 @@ func printFacts(w io.Writer, f convert.HostFacts) {
 		for _, flag := range []struct {
 			on   bool
 			name string
-		}{{fw.SecureBoot, "secure-boot"}, {fw.EnrolledKeys, "enrolled-keys"}, {fw.RequiresSMM, "requires-smm"}} {
+		}{{fw.SecureBoot, "secure-boot"}, {fw.EnrolledKeys, "enrolled-keys"}, {fw.RequiresSMM, "requires-smm"}, {fw.AMDSEV, "amd-sev"}} {
 			if flag.on {
 				values = append(values, flag.name)
 			}

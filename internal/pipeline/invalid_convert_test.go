@@ -90,6 +90,9 @@ var acceptedByConvert = map[string][]string{
 		"features-hyperv-and-passthrough", "features-hyperv-dependency",
 		"features-vendorid-comma", "features-vendorid-empty", "features-vendorid-too-long",
 	},
+	"SEV is converted as the VMI asks: its firmware, secure boot, its bootable NICs and the choice of one form are api's rules": {
+		"firmware-launchsecurity-two", "firmware-sev-boot-nic", "firmware-sev-no-efi", "firmware-sev-secureboot",
+	},
 	"firmware settings are written as they are: EFI against BIOS and ACPI, paths inside images, kernel arguments without a kernel, secure boot without SMM and the UUID's syntax are api's rules": {
 		"firmware-efi-and-bios", "firmware-bios-serial-no-console", "firmware-efi-without-acpi", "firmware-initrdpath-dotdot",
 		"firmware-kernelargs-initrd-only", "firmware-kernelargs-no-container", "firmware-kernelboot-no-image",

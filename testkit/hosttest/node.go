@@ -48,6 +48,31 @@ func Node(t testing.TB, name string) string {
 	return lines[len(lines)-1]
 }
 
+// RestartNodeLibvirtd stops the libvirtd of the node called name (started
+// by Node) with signal ("TERM", or "KILL" for a crash) and starts it again
+// in the node's namespaces; it returns once the new daemon answers. The
+// node's guests run on, and the new daemon takes them back.
+func RestartNodeLibvirtd(name, signal string) error {
+	script, err := findScript(NodeScript)
+	if err != nil {
+		return err
+	}
+	if out, err := exec.Command("bash", script, "restart-libvirtd", name, signal).CombinedOutput(); err != nil {
+		return fmt.Errorf("%s restart-libvirtd %s %s: %v: %s", NodeScript, name, signal, err, strings.TrimSpace(string(out)))
+	}
+	return nil
+}
+
+// NodeQEMUPIDFile is the file where the libvirtd of the node called name
+// keeps the process ID of its domain called domain (the node's
+// /run/libvirt/qemu, seen from the host's namespace).
+func NodeQEMUPIDFile(name, domain string) string {
+	return filepath.Join(nodesDir, name, "run", "qemu", domain+".pid")
+}
+
+// nodesDir holds the nodes' folders (.ci/node.sh's $nodes).
+const nodesDir = "/var/lib/vmi2libvirt/nodes"
+
 // findScript finds rel in the working folder or the nearest folder above
 // it that has it: the repository's root, from any package's tests.
 func findScript(rel string) (string, error) {

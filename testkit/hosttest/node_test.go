@@ -46,6 +46,19 @@ func TestNode(t *testing.T) {
 		if got := virsh(t, uri, "hostname"); strings.TrimSpace(got) != name {
 			t.Errorf("node hostname %q, want %s", got, name)
 		}
+		// A restarted daemon (ended, or killed) is the same node.
+		hostUUID := uuid(t, uri)
+		for _, sig := range []string{"TERM", "KILL"} {
+			if err := hosttest.RestartNodeLibvirtd(name, sig); err != nil {
+				t.Fatal(err)
+			}
+			if got := virsh(t, uri, "list", "--all", "--name"); !strings.Contains(got, dom) {
+				t.Errorf("after libvirtd's restart (SIG%s) the node lists %q, want %s", sig, got, dom)
+			}
+			if got := virsh(t, uri, "hostname"); strings.TrimSpace(got) != name || uuid(t, uri) != hostUUID {
+				t.Errorf("after libvirtd's restart (SIG%s): hostname %q, host UUID %s; want %s, %s", sig, got, uuid(t, uri), name, hostUUID)
+			}
+		}
 	})
 	if _, err := os.Stat(base); !os.IsNotExist(err) {
 		t.Errorf("after down, %s: %v, want it gone", base, err)

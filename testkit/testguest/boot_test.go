@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -167,6 +168,9 @@ func TestBootUnderEmulation(t *testing.T) {
 		}
 		if r.CPUs != 2 {
 			t.Errorf("cpus %d, want 2", r.CPUs)
+		}
+		if ids := BootIDs(string(text)); len(r.BootID) != 36 || !slices.Equal(ids, []string{r.BootID}) {
+			t.Errorf("boot ID %q, boot IDs of the log %q: want one UUID", r.BootID, ids)
 		}
 		if r.MemTotalKiB < 180<<10 || r.MemTotalKiB > 256<<10 {
 			t.Errorf("MemTotal %d KiB for 256 MiB of RAM", r.MemTotalKiB)

@@ -47,7 +47,8 @@ const KernelArgs = "console=ttyS0 quiet"
 // one line "bigfile SIZE PATH" instead). Lines added later, which a
 // reader of the first format ignores: "firmware efi|bios",
 // "secureboot enabled|disabled|unknown" (EFI only, as the kernel saw it),
-// "lockdown MODE", "cmdline ...", one "diskbus NAME bus=B type=disk|cdrom"
+// "lockdown MODE", "cmdline ...", "bootid ID" (the kernel's random boot
+// ID, one per boot), one "diskbus NAME bus=B type=disk|cdrom"
 // per disk, one "nicdriver NAME driver=D" per NIC,
 // "device KIND DETAIL..." lines for the other devices the kernel bound,
 // and for each virtiofs tag of the kernel argument VirtiofsArg
@@ -163,6 +164,7 @@ report() {
 		echo "lockdown $(sed 's/.*\[\(.*\)\].*/\1/' /sys/kernel/security/lockdown)"
 	fi
 	echo "cmdline $(cat /proc/cmdline)"
+	echo "bootid $(cat /proc/sys/kernel/random/boot_id)"
 	for d in /sys/block/*; do
 		[ -e "$d/device" ] || continue
 		case "$(readlink -f "$d/device")" in

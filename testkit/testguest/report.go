@@ -3,6 +3,7 @@ package testguest
 import (
 	"encoding/base64"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 )
@@ -30,6 +31,9 @@ type Report struct {
 	Lockdown string
 	// Cmdline is the kernel's command line.
 	Cmdline string
+	// BootID is the kernel's boot ID (/proc/sys/kernel/random/boot_id),
+	// new at each boot.
+	BootID string
 	// Devices are the other devices the kernel bound, in report order.
 	Devices []Device
 }
@@ -272,6 +276,8 @@ func ParseConsole(text string) (Report, error) {
 			r.Lockdown = rest
 		case "cmdline":
 			r.Cmdline = rest
+		case "bootid":
+			r.BootID = rest
 		case "diskbus":
 			var fields map[string]string
 			var name string
@@ -309,6 +315,25 @@ func ParseConsole(text string) (Report, error) {
 		return Report{}, fmt.Errorf("testguest: file %q of the report not finished", file)
 	}
 	return r, nil
+}
+
+// BootIDs lists the boot IDs of every report in a serial console
+// transcript (a console log that appends across boots), in order, each
+// once: a guest that booted n times has n.
+func BootIDs(text string) []string {
+	var ids []string
+	in := false
+	for _, line := range strings.Split(strings.ReplaceAll(text, "\r", ""), "\n") {
+		switch id, ok := strings.CutPrefix(line, "bootid "); {
+		case line == BeginMarker:
+			in = true
+		case line == EndMarker:
+			in = false
+		case in && ok && !slices.Contains(ids, id):
+			ids = append(ids, id)
+		}
+	}
+	return ids
 }
 
 func (r *Report) nicByName(name string) *NIC {

@@ -2,6 +2,7 @@ package testguest
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -215,5 +216,24 @@ func TestParseConsoleMetrics(t *testing.T) {
 	}
 	if r.Metrics != "<metrics>\n</metrics>\n" || r.CPUs != 1 {
 		t.Errorf("metrics %q, cpus %d", r.Metrics, r.CPUs)
+	}
+}
+
+// TestBootIDs: the boot IDs of each report of a log appended across boots,
+// each once, and none from outside a report (a shell's echo of the word).
+func TestBootIDs(t *testing.T) {
+	boot := func(id string) string {
+		return "[    0.000000] Linux version\r\n" + BeginMarker + "\r\ncpus 1\r\nbootid " + id + "\r\n" + EndMarker + "\r\n"
+	}
+	log := boot("aaaa-1") + "/ # echo bootid xyz\r\nbootid xyz\r\n" + boot("bbbb-2") + boot("bbbb-2")
+	if got := BootIDs(log); !slices.Equal(got, []string{"aaaa-1", "bbbb-2"}) {
+		t.Errorf("BootIDs = %q, want [aaaa-1 bbbb-2]", got)
+	}
+	if got := BootIDs(transcript); len(got) != 0 {
+		t.Errorf("BootIDs of a report without the line = %q", got)
+	}
+	r, err := ParseConsole(boot("cccc-3"))
+	if err != nil || r.BootID != "cccc-3" {
+		t.Errorf("ParseConsole: BootID %q, %v; want cccc-3", r.BootID, err)
 	}
 }

@@ -92,10 +92,12 @@ func (c *claimReconciler) Reconcile(ctx context.Context, req reconcile.Request) 
 	return reconcile.Result{}, nil
 }
 
-// claimable tells whether vmi is unbound, alive, and may run on node
+// claimable tells whether vmi is unbound, alive, not waiting for the
+// control plane's topology hints (nodeapi.NeedsTopologyHints: KubeVirt
+// schedules no such VMI before its hinter gave them), and may run on node
 // (s.Fits).
 func claimable(vmi *v1.VirtualMachineInstance, node *k8sv1.Node, s nodeapi.Scheduling) (bool, error) {
-	if vmi.Labels[v1.NodeNameLabel] != "" || vmi.DeletionTimestamp != nil || domain.IsFinal(vmi.Status.Phase) {
+	if vmi.Labels[v1.NodeNameLabel] != "" || vmi.DeletionTimestamp != nil || domain.IsFinal(vmi.Status.Phase) || nodeapi.NeedsTopologyHints(vmi) {
 		return false, nil
 	}
 	return s.Fits(vmi, node, nil)

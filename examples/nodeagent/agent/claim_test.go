@@ -9,6 +9,7 @@ import (
 	k8sv1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/utils/ptr"
 	v1 "kubevirt.io/api/core/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -44,6 +45,9 @@ func TestClaimable(t *testing.T) {
 		{name: "bound already", vmi: v1.VirtualMachineInstance{ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{v1.NodeNameLabel: "node-b"}}}},
 		{name: "being deleted", vmi: v1.VirtualMachineInstance{ObjectMeta: metav1.ObjectMeta{DeletionTimestamp: &deleting}}},
 		{name: "ended", vmi: v1.VirtualMachineInstance{Status: v1.VirtualMachineInstanceStatus{Phase: v1.Failed}}},
+		{name: "invtsc, waiting for the control plane's topology hints", vmi: invtsc(nil)},
+		{name: "invtsc, hints of no node's frequency", vmi: invtsc(&v1.TopologyHints{TSCFrequency: new(int64)}), want: true},
+		{name: "invtsc, hints of a frequency the node's labels lack", vmi: invtsc(&v1.TopologyHints{TSCFrequency: ptr.To(int64(2_000_000_000))})},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -62,6 +66,15 @@ func TestClaimable(t *testing.T) {
 	if got := nodeObject("node-a", labels.Set{k8sv1.LabelHostname: "given"}).Labels[k8sv1.LabelHostname]; got != "given" {
 		t.Errorf("a hostname label given with -node-labels: %q, want it kept", got)
 	}
+}
+
+// invtsc is an amd64 VMI that requires the invtsc CPU feature (a fixed
+// TSC frequency), with topology hints h.
+func invtsc(h *v1.TopologyHints) v1.VirtualMachineInstance {
+	v := v1.VirtualMachineInstance{Spec: v1.VirtualMachineInstanceSpec{Architecture: "amd64", Domain: v1.DomainSpec{
+		CPU: &v1.CPU{Features: []v1.CPUFeature{{Name: "invtsc", Policy: "require"}}}}}}
+	v.Status.TopologyHints = h
+	return v
 }
 
 // TestBindRace: two agents that read the same unbound VMI both try to

@@ -43,7 +43,7 @@ var components = []component{
 			e.log.Info("no migration controller: the API server does not serve kubevirt.io/v1 VirtualMachineInstanceMigrations")
 			return nil
 		}
-		return migration.Add(e.mgr, migration.Options{Logger: e.log})
+		return migration.Add(e.mgr, migration.Options{Scheduling: e.cfg.Scheduling, Logger: e.log})
 	}},
 	{"evacuation controller", func(e *env) error {
 		if !e.serves(&v1.VirtualMachineInstanceMigrationList{}) {

@@ -29,6 +29,7 @@ import (
 	"github.com/vmi2libvirt/vmi2libvirt/api"
 	"github.com/vmi2libvirt/vmi2libvirt/examples/nodeagent/internal/scheme"
 	"github.com/vmi2libvirt/vmi2libvirt/examples/nodeagent/internal/serve"
+	"github.com/vmi2libvirt/vmi2libvirt/examples/nodeagent/nodeapi"
 )
 
 // Defaults of Config.
@@ -74,6 +75,12 @@ type Config struct {
 	// Cluster is the KubeVirt cluster configuration the admission defaults
 	// follow; the zero value is KubeVirt's default.
 	Cluster api.ClusterConfig
+
+	// Scheduling are the KubeVirt feature gates that change what a VMI
+	// requires of a migration's target node; the zero value is KubeVirt's
+	// default. Node agents claim with their own (their -feature-gates):
+	// give both the same.
+	Scheduling nodeapi.Scheduling
 
 	// Logger receives the control plane's log and controller-runtime's;
 	// nil is silent.

@@ -16,7 +16,8 @@
 //     (Always, RerunOnFailure, Once, Manual, Halted, or the legacy
 //     spec.running) and its state change requests ask, the VM's status as
 //     KubeVirt writes it;
-//   - the VMI controller (package vmi): the end of a VMI deleted before any
+//   - the VMI controller (package vmi): the topology hints of a new VMI
+//     that needs a fixed TSC frequency, the end of a VMI deleted before any
 //     node took it, and the finalizers KubeVirt's control plane takes off
 //     ended VMIs;
 //   - the admission webhooks (package admission) on the HTTPS server:

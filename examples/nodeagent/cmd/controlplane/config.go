@@ -10,6 +10,7 @@ import (
 
 	"github.com/vmi2libvirt/vmi2libvirt/examples/nodeagent/controlplane"
 	"github.com/vmi2libvirt/vmi2libvirt/examples/nodeagent/controlplane/node"
+	"github.com/vmi2libvirt/vmi2libvirt/examples/nodeagent/nodeapi"
 )
 
 // config is what the command line says.
@@ -21,6 +22,10 @@ type config struct {
 	MetricsAddress string        // where /metrics, /healthz and /readyz are served
 	NodeAgentCerts string        // the node API's client certificate folder
 	NodeGrace      time.Duration // how old a Node's heartbeat may be before the node is dead
+
+	// Scheduling are the KubeVirt feature gates that change what a
+	// migration's target node must offer (-feature-gates).
+	Scheduling nodeapi.Scheduling
 }
 
 // parseFlags reads the command line (without the program name). Errors name
@@ -40,8 +45,13 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 		"`ADDR` serving /metrics, /healthz and /readyz (port 0: any free port, logged; off: none)")
 	fs.DurationVar(&cfg.NodeGrace, "node-grace-period", node.DefaultGracePeriod,
 		"how old a Node's kubevirt.io/heartbeat may be, `DURATION`, before its VMIs fail (NodeUnresponsive) and are replaced elsewhere")
+	fs.Func("feature-gates", "KubeVirt feature gates that change what a migration's target node must offer, `NAME,...`: HypervStrictCheck (give the node agents the same)", func(s string) error {
+		sched, err := nodeapi.ParseFeatureGates(s)
+		cfg.Scheduling = sched
+		return err
+	})
 	fs.Usage = func() {
-		fmt.Fprintln(stderr, "usage: controlplane -kubeconfig FILE -tls-cert-file FILE -tls-private-key-file FILE [-bind-address HOST:PORT] [-metrics-address ADDR] [-nodeagent-certs DIR] [-node-grace-period DURATION]")
+		fmt.Fprintln(stderr, "usage: controlplane -kubeconfig FILE -tls-cert-file FILE -tls-private-key-file FILE [-bind-address HOST:PORT] [-metrics-address ADDR] [-nodeagent-certs DIR] [-node-grace-period DURATION] [-feature-gates NAME,...]")
 		fs.PrintDefaults()
 	}
 	if err := fs.Parse(args); err != nil {

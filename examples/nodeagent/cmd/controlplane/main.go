@@ -67,6 +67,7 @@ func run(ctx context.Context, cfg config, log *slog.Logger) error {
 		HTTPAddress:      cfg.MetricsAddress,
 		NodeAgentCertDir: cfg.NodeAgentCerts,
 		NodeGracePeriod:  cfg.NodeGrace,
+		Scheduling:       cfg.Scheduling,
 		Logger:           log,
 	})
 }

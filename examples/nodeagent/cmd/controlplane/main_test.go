@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+
+	"github.com/vmi2libvirt/vmi2libvirt/examples/nodeagent/nodeapi"
 )
 
 func TestParseFlags(t *testing.T) {
@@ -25,9 +27,12 @@ func TestParseFlags(t *testing.T) {
 		},
 		{
 			name: "all",
-			args: append(required, "-bind-address", "127.0.0.1:0", "-metrics-address", "off", "-node-grace-period", "20s"),
-			want: config{Kubeconfig: "/k", CertFile: "/c", KeyFile: "/p", BindAddress: "127.0.0.1:0", MetricsAddress: "off", NodeGrace: 20 * time.Second},
+			args: append(required, "-bind-address", "127.0.0.1:0", "-metrics-address", "off", "-node-grace-period", "20s", "-feature-gates", "HypervStrictCheck"),
+			want: config{Kubeconfig: "/k", CertFile: "/c", KeyFile: "/p", BindAddress: "127.0.0.1:0", MetricsAddress: "off", NodeGrace: 20 * time.Second,
+				Scheduling: nodeapi.Scheduling{HypervStrictCheck: true}},
 		},
+		{name: "unknown feature gate", args: append(required, "-feature-gates", "HyperVStrictCheck"),
+			err: `invalid value "HyperVStrictCheck" for flag -feature-gates: "HyperVStrictCheck" is not a feature gate that changes scheduling (known: HypervStrictCheck)`},
 		{name: "grace period zero", args: append(required, "-node-grace-period", "0s"), err: "-node-grace-period: invalid value 0s: must be positive"},
 		{name: "no kubeconfig", args: required[2:], err: "-kubeconfig: required"},
 		{name: "no certificate", args: append(required[:2:2], required[4:]...), err: "-tls-cert-file: required"},

@@ -55,6 +55,10 @@ const noTargetRetry = 5 * time.Second
 
 // Options configure the migration controller.
 type Options struct {
+	// Scheduling are the cluster's choices of what a VMI requires of its
+	// target node (nodeapi.Scheduling.Fits); the zero value is KubeVirt's
+	// default.
+	Scheduling nodeapi.Scheduling
 	// Logger receives the controller's log; nil is silent.
 	Logger *slog.Logger
 }
@@ -64,7 +68,7 @@ func Add(mgr manager.Manager, opts Options) error {
 	if opts.Logger == nil {
 		opts.Logger = slog.New(slog.DiscardHandler)
 	}
-	r := &reconciler{client: mgr.GetClient(), log: opts.Logger}
+	r := &reconciler{client: mgr.GetClient(), scheduling: opts.Scheduling, log: opts.Logger}
 	// A VMI's change looks at its migrations.
 	ofVMI := handler.EnqueueRequestsFromMapFunc(func(ctx context.Context, o client.Object) []reconcile.Request {
 		var list v1.VirtualMachineInstanceMigrationList
@@ -89,8 +93,9 @@ func Add(mgr manager.Manager, opts Options) error {
 
 // reconciler is the migration controller.
 type reconciler struct {
-	client client.Client
-	log    *slog.Logger
+	client     client.Client
+	scheduling nodeapi.Scheduling
+	log        *slog.Logger
 }
 
 // order is the phases of a migration that succeeds, in order.
@@ -184,7 +189,7 @@ func (r *reconciler) target(ctx context.Context, vmi *v1.VirtualMachineInstance,
 		if n.Name == vmi.Status.NodeName {
 			continue
 		}
-		ok, err := nodeapi.Fits(vmi, n, added)
+		ok, err := r.scheduling.Fits(vmi, n, added)
 		if err != nil {
 			return "", err
 		}

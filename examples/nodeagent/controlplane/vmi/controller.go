@@ -6,8 +6,15 @@
 //
 // A node agent takes a VMI from the moment it is bound to its node (label
 // kubevirt.io/nodeName), and writes its phases from then on; this
-// controller never touches a bound VMI's status. What it does:
+// controller never touches a bound VMI's phase. What it does:
 //
+//   - A new VMI (phase unset or Pending, not deleting) whose guest needs a
+//     fixed TSC frequency (nodeapi.NeedsTopologyHints) gets
+//     status.topologyHints.tscFrequency, the lowest TSC frequency of the
+//     schedulable nodes and of those running VMIs
+//     (nodeapi.TopologyHints), as KubeVirt's topology hinter gives it
+//     before the VMI is scheduled; agents claim such a VMI only once it
+//     has them, and only onto a node whose TSC gives that frequency.
 //   - A VMI deleted before any node agent took it (phase unset or Pending,
 //     without the agent's finalizer: unbound, or claimed by an agent that
 //     died or was too late) will never run: it becomes Failed, as KubeVirt
@@ -32,6 +39,7 @@ import (
 	"slices"
 	"time"
 
+	k8sv1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -95,7 +103,16 @@ func (r *reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 		return reconcile.Result{}, client.IgnoreNotFound(err)
 	}
 	vmi := lifecycle(&cached, func() bool { return r.hasOwnerVM(ctx, &cached) }, r.now())
-	if vmi.Status.Phase == cached.Status.Phase && slices.Equal(vmi.Finalizers, cached.Finalizers) {
+	hint := hinted(vmi)
+	if hint {
+		hints, err := r.topologyHints(ctx)
+		if err != nil {
+			return reconcile.Result{}, err
+		}
+		vmi.Status.TopologyHints = hints
+		r.log.Info("controlplane: a VMI that needs a fixed TSC frequency gets topology hints", "vmi", req.String(), "tscFrequency", *hints.TSCFrequency)
+	}
+	if vmi.Status.Phase == cached.Status.Phase && slices.Equal(vmi.Finalizers, cached.Finalizers) && !hint {
 		return reconcile.Result{}, nil
 	}
 	if vmi.Status.Phase != cached.Status.Phase {
@@ -136,6 +153,33 @@ func lifecycle(vmi *v1.VirtualMachineInstance, ownerVM func() bool, now time.Tim
 // will never run.
 func neverRan(vmi *v1.VirtualMachineInstance) bool {
 	return vmi.DeletionTimestamp != nil && vmi.IsUnprocessed() && !slices.Contains(vmi.Finalizers, nodeapi.Finalizer)
+}
+
+// hinted tells whether vmi is to get topology hints now: it is new, not
+// deleting, and needs them (KubeVirt's hinter gives them to a VMI that
+// becomes Pending, before its pod exists).
+func hinted(vmi *v1.VirtualMachineInstance) bool {
+	return vmi.IsUnprocessed() && vmi.DeletionTimestamp == nil && nodeapi.NeedsTopologyHints(vmi)
+}
+
+// topologyHints are the topology hints of a VMI that needs them, from the
+// cached Nodes and VMIs.
+func (r *reconciler) topologyHints(ctx context.Context) (*v1.TopologyHints, error) {
+	var nodes k8sv1.NodeList
+	if err := r.client.List(ctx, &nodes); err != nil {
+		return nil, err
+	}
+	var vmis v1.VirtualMachineInstanceList
+	if err := r.client.List(ctx, &vmis); err != nil {
+		return nil, err
+	}
+	running := map[string]bool{}
+	for i := range vmis.Items {
+		if n := vmis.Items[i].Status.NodeName; n != "" {
+			running[n] = true
+		}
+	}
+	return nodeapi.TopologyHints(nodes.Items, func(node string) bool { return running[node] }), nil
 }
 
 // hasOwnerVM tells whether the VM that controls vmi still exists (the same
