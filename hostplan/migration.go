@@ -161,6 +161,17 @@ func MigratedAway(s Snapshot) bool {
 		s.Obs.State == domain.StateShutoff && s.Obs.Reason == domain.ShutoffMigrated
 }
 
+// Incoming tells whether s is of a migration's target domain that has not
+// arrived: its marks record an unfinished incoming migration and libvirt
+// still receives it (paused for the migration). Such a domain that then
+// shuts off or goes never ran the guest here: the migration failed, and
+// the VMI has not ended.
+func Incoming(s Snapshot) bool {
+	m := s.Marks
+	return m != nil && m.Migration != nil && m.Migration.Role == MigrationTarget && !m.Migration.Finished() &&
+		s.Obs.Defined && s.Obs.State == domain.StatePaused && s.Obs.Reason == domain.PausedMigration
+}
+
 // MigrationPaths maps each host path of src's domain to the path of dst's
 // domain in its place: what a migration rewrites in the source's domain XML
 // for the target (state folder, disks, kernel, logs, sockets). src and dst

@@ -186,3 +186,35 @@ func TestMigrationState(t *testing.T) {
 		t.Error("nil migration has a state")
 	}
 }
+
+// TestIncoming: only a target's domain still receiving an unfinished
+// migration is incoming; the source's, a finished one's, and one that
+// already runs are not.
+func TestIncoming(t *testing.T) {
+	end := time.Now()
+	mark := func(role MigrationRole, finished bool) *Marks {
+		m := &Migration{Role: role}
+		if finished {
+			m.Finish(end, "")
+		}
+		return &Marks{Owner: "b", Migration: m}
+	}
+	receiving := domain.Observation{Defined: true, State: domain.StatePaused, Reason: domain.PausedMigration}
+	for _, c := range []struct {
+		name string
+		s    Snapshot
+		want bool
+	}{
+		{"target receiving", Snapshot{Obs: receiving, Marks: mark(MigrationTarget, false)}, true},
+		{"target running", Snapshot{Obs: domain.Observation{Defined: true, State: domain.StateRunning}, Marks: mark(MigrationTarget, false)}, false},
+		{"target paused by the user", Snapshot{Obs: domain.Observation{Defined: true, State: domain.StatePaused, Reason: domain.PausedUser}, Marks: mark(MigrationTarget, false)}, false},
+		{"finished", Snapshot{Obs: receiving, Marks: mark(MigrationTarget, true)}, false},
+		{"source", Snapshot{Obs: receiving, Marks: mark(MigrationSource, false)}, false},
+		{"no migration", Snapshot{Obs: receiving, Marks: &Marks{Owner: "b"}}, false},
+		{"no marks", Snapshot{Obs: receiving}, false},
+	} {
+		if got := Incoming(c.s); got != c.want {
+			t.Errorf("%s: %v, want %v", c.name, got, c.want)
+		}
+	}
+}

@@ -311,3 +311,101 @@ func TestE2EMigrateLaunchersGone(t *testing.T) {
 		t.Errorf("after the restarts: before %+v, now %+v", before, now)
 	}
 }
+
+// TestE2EMigrateAbortedWatcher: the target host's long-lived launcher (a
+// node agent's, watching its host) is not the launcher a migration prepares
+// the target with (the source's agent makes one of its own, same owner). A
+// migration aborted inside libvirt's job (a 4 MiB/s cap keeps it there
+// for seconds) makes and destroys an incoming domain on the target: the
+// watcher must not report the VMI ended there — the guest never arrived —
+// and once a second migration completed it reports it Running, never
+// Failed. (The watcher reported Failed from the destroyed incoming domain
+// and kept it, a final phase being final; on Kubernetes the target's agent
+// then wrote Failed on the VMI that had just migrated.)
+func TestE2EMigrateAbortedWatcher(t *testing.T) {
+	a := newMigrationNode(t, fmt.Sprintf("m%dwa", os.Getpid()), "")
+	b := newMigrationNode(t, fmt.Sprintf("m%dwb", os.Getpid()), "")
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	vmi := migrationVMI(t, "watched", "")
+	if err := a.l.Sync(ctx, vmi); err != nil {
+		t.Fatalf("Sync on the source: %v", err)
+	}
+	t.Cleanup(func() { _ = a.l.Delete(context.Background(), vmi); _ = b.l.Delete(context.Background(), vmi) })
+	sh := attachShell(t, a.l, vmi)
+	sh.waitBoot()
+	before := sh.facts()
+	_ = sh.rw.Close()
+
+	var mu sync.Mutex
+	var seen []v1.VirtualMachineInstancePhase
+	wctx, stopWatch := context.WithCancel(ctx)
+	defer stopWatch()
+	go func() {
+		for ev := range b.l.Watch(wctx) {
+			if ev.Name == vmi.Name && !ev.Deleted {
+				mu.Lock()
+				seen = append(seen, ev.Status.Phase)
+				mu.Unlock()
+			}
+		}
+	}()
+	target := func() *launcher.Launcher {
+		l, err := launcher.New(ctx, b.cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = l.Close() })
+		return l
+	}
+	mctx, stop := context.WithCancel(ctx)
+	var at *launcher.MigrationProgress
+	_, err := a.l.Migrate(mctx, vmi, target(), launcher.MigrateOptions{Bandwidth: 4 << 20, PollInterval: 50 * time.Millisecond,
+		Progress: func(p launcher.MigrationProgress) {
+			if at == nil && p.DataProcessed > 0 {
+				at = &p
+				// The watcher reads the incoming domain, as an agent's
+				// reconcilers do when libvirt's events name it.
+				incoming, err := b.l.Status(ctx, vmi)
+				t.Logf("the target's watcher in the job: phase %s, paused %v (%v)", incoming.Phase, hasCondition(incoming, v1.VirtualMachineInstancePaused), err)
+				stop()
+			}
+		}})
+	stop()
+	if !errors.Is(err, launcher.ErrMigration) || at == nil || at.DataRemaining == 0 {
+		t.Fatalf("Migrate aborted in the job: %v (at %+v), want ErrMigration midway", err, at)
+	}
+	t.Logf("aborted %s into the job, %d of %d bytes moved", at.Elapsed, at.DataProcessed, at.DataTotal)
+	time.Sleep(time.Second) // the watcher's events of the incoming domain
+	if st, err := b.l.Status(ctx, vmi); err != nil || st.Phase != v1.Pending {
+		t.Errorf("the target's watcher after the abort: phase %s (%v), want Pending (no guest here)", st.Phase, err)
+	}
+	checkStayed(t, a, b, vmi, before)
+
+	if _, err := a.l.Migrate(ctx, vmi, target(), launcher.MigrateOptions{}); err != nil {
+		t.Fatalf("the second Migrate: %v", err)
+	}
+	st, err := b.l.Status(ctx, vmi)
+	if err != nil || st.Phase != v1.Running {
+		t.Errorf("the target's watcher after the migration: phase %s (%v), want Running", st.Phase, err)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	t.Logf("the watcher's phases: %v", seen)
+	for _, p := range seen {
+		if p == v1.Failed || p == v1.Succeeded {
+			t.Errorf("the target's watcher reported the VMI %s: %v", p, seen)
+			break
+		}
+	}
+}
+
+// hasCondition tells whether status has the condition typ, true.
+func hasCondition(status v1.VirtualMachineInstanceStatus, typ v1.VirtualMachineInstanceConditionType) bool {
+	for _, c := range status.Conditions {
+		if c.Type == typ && c.Status == "True" {
+			return true
+		}
+	}
+	return false
+}

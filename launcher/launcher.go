@@ -91,6 +91,9 @@ type vmiState struct {
 	// mark is pending because of this process, not a dead one.
 	starting bool
 	deleted  bool
+	// incoming is set while its domain is a migration's target still
+	// receiving (hostplan.Incoming): if it goes, the guest never arrived.
+	incoming bool
 	// readEvents and readGen are the events count and the connection's
 	// generation of the last reading of the domain that published: while
 	// they hold, status is current (List).

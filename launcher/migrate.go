@@ -63,6 +63,10 @@ type MigrateOptions struct {
 	CompletionTimeoutPerGiB time.Duration
 	// PollInterval is how often the job's statistics are read.
 	PollInterval time.Duration
+	// Bandwidth caps the migration stream, in bytes per second (KubeVirt's
+	// bandwidthPerMigration); libvirt takes whole MiB/s, so it is rounded
+	// up to one. 0: unlimited.
+	Bandwidth uint64
 	// Progress, when set, receives each reading of the job.
 	Progress func(MigrationProgress)
 }
@@ -278,7 +282,7 @@ func (m *migration) migrate(ctx context.Context) error {
 		if err != nil {
 			return wrapErr(err, "read the XML of domain %s", name)
 		}
-		params, flags, dataSize, err = migrateParams(live, persist, paths, tm, m.opts.MigrationURI)
+		params, flags, dataSize, err = migrateParams(live, persist, paths, tm, m.opts.MigrationURI, m.opts.Bandwidth)
 		return err
 	})
 	if err != nil {
@@ -302,8 +306,9 @@ func (m *migration) migrate(ctx context.Context) error {
 
 // migrateParams are libvirt's parameters and flags of a migration of the
 // domain whose live and persistent XML are given, to the target's paths
-// and marks tm, and the data it moves (memory and copied disks) in bytes.
-func migrateParams(live, persist string, paths map[string]string, tm hostplan.Marks, migrationURI string) (libvirt.DomainMigrateParameters, libvirt.DomainMigrateFlags, uint64, error) {
+// and marks tm, with the stream capped at bandwidth bytes per second (0:
+// unlimited), and the data it moves (memory and copied disks) in bytes.
+func migrateParams(live, persist string, paths map[string]string, tm hostplan.Marks, migrationURI string, bandwidth uint64) (libvirt.DomainMigrateParameters, libvirt.DomainMigrateFlags, uint64, error) {
 	var p libvirt.DomainMigrateParameters
 	destXML, err := hostplan.MigrationXML([]byte(live), paths, tm)
 	if err != nil {
@@ -325,6 +330,9 @@ func migrateParams(live, persist string, paths map[string]string, tm hostplan.Ma
 	p.ListenAddressSet, p.ListenAddress = true, u.Hostname()
 	p.DestXMLSet, p.DestXML = true, string(destXML)
 	p.PersistXMLSet, p.PersistXML = true, string(persistXML)
+	if bandwidth > 0 {
+		p.BandwidthSet, p.Bandwidth = true, (bandwidth+1<<20-1)>>20
+	}
 	flags := libvirt.MIGRATE_LIVE | libvirt.MIGRATE_PEER2PEER | libvirt.MIGRATE_PERSIST_DEST
 	copied, shared := hostplan.CopiedDisks(d, paths)
 	if len(copied) > 0 {
@@ -512,51 +520,6 @@ func (l *Launcher) AbortMigration(ctx context.Context, vmi *v1.VirtualMachineIns
 		}
 		return wrapErr(dom.AbortJob(), "abort the migration of domain %s", name)
 	}))
-}
-
-// settleMigration decides a migration that the domain's marks m record as
-// unfinished, found by a launcher that did not run it (after a restart),
-// and tells whether the VMI left this launcher (its domain is gone).
-func (l *Launcher) settleMigration(ctx context.Context, m *hostplan.Marks) bool {
-	name := m.VMI.Namespace + "_" + m.VMI.Name
-	left := false
-	err := l.onDomain(ctx, name, func(dom *libvirt.Domain) error {
-		state, reason, err := dom.GetState()
-		if err != nil {
-			return err
-		}
-		job := false
-		if j, err := dom.GetJobInfo(); err == nil {
-			job = j.Type != libvirt.DOMAIN_JOB_NONE
-		}
-		s := domain.State(state)
-		verdict := hostplan.JudgeMigration(m.Migration, true, s, domain.Reason(reason), job)
-		l.log.Info("settling a migration a launcher left unfinished", "vmi", m.Key(), "role", m.Migration.Role, "verdict", verdict)
-		switch verdict {
-		case hostplan.MigrationUnderWay:
-			return nil
-		case hostplan.MigrationStayed:
-			m.Migration.Finish(time.Now(), "the migration ended while no launcher watched it")
-		case hostplan.MigrationArrived:
-			m.Migration.Finish(time.Now(), "")
-		case hostplan.MigrationLeft, hostplan.MigrationNeverArrived:
-			left = true
-			return nil
-		}
-		return writeMarks(dom, m, s.Active())
-	})
-	if err != nil {
-		l.log.Warn("settling a migration failed", "vmi", m.Key(), "err", err)
-		return false
-	}
-	if left {
-		st := l.stateFor(m.VMI.Namespace, m.VMI.Name, m.VMI.UID)
-		folder := filepath.Join(l.cfg.Layout.StateDir, name)
-		if err := l.leave(ctx, st, folder); err != nil {
-			l.log.Warn("removing a migrated domain failed", "vmi", m.Key(), "err", err)
-		}
-	}
-	return left
 }
 
 // fileSize is the size of the file at path, 0 when it cannot be read.

@@ -39,7 +39,7 @@ func TestMigrateParams(t *testing.T) {
 		"/srv/a/images/k/vmlinuz":            "/srv/b/images/k/vmlinuz",
 	}
 	tm := hostplan.Marks{Owner: "b", Migration: &hostplan.Migration{Role: hostplan.MigrationTarget, Source: "a", Target: "b"}}
-	p, flags, size, err := migrateParams(migrateLive, migrateLive, paths, tm, "tcp://127.0.0.1")
+	p, flags, size, err := migrateParams(migrateLive, migrateLive, paths, tm, "tcp://127.0.0.1", 0)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -62,8 +62,16 @@ func TestMigrateParams(t *testing.T) {
 	if size != 256<<20 { // the empty disk file does not exist here: memory only
 		t.Errorf("data size %d, want %d", size, 256<<20)
 	}
+	if p.BandwidthSet {
+		t.Errorf("bandwidth %d MiB/s set, want unlimited", p.Bandwidth)
+	}
+	for in, want := range map[uint64]uint64{1: 1, 8 << 20: 8, 8<<20 + 1: 9} {
+		if p, _, _, err := migrateParams(migrateLive, migrateLive, paths, tm, "tcp://127.0.0.1", in); err != nil || !p.BandwidthSet || p.Bandwidth != want {
+			t.Errorf("bandwidth of %d bytes/s: %d MiB/s (set %v, %v), want %d", in, p.Bandwidth, p.BandwidthSet, err, want)
+		}
+	}
 	for _, bad := range []string{"unix:///run/x.sock", "tcp://", "127.0.0.1"} {
-		if _, _, _, err := migrateParams(migrateLive, migrateLive, paths, tm, bad); err == nil {
+		if _, _, _, err := migrateParams(migrateLive, migrateLive, paths, tm, bad, 0); err == nil {
 			t.Errorf("migration URI %q: no error", bad)
 		}
 	}

@@ -107,20 +107,44 @@ func (l *Launcher) refresh(ctx context.Context, st *vmiState, libvirtEvent time.
 // holdsLock says whether the caller holds st's lock; without it, how the
 // VMI ended is recorded only when the lock is free (the next reading
 // records it otherwise).
+//
+// An incoming migration's domain that goes or shuts off before the guest
+// arrived (the migration failed; libvirt destroyed it) is no end of the
+// VMI: the launcher forgets the VMI (Watch reports it deleted) rather than
+// publish a final phase, which would stick to the VMI once it does arrive.
 func (l *Launcher) publish(ctx context.Context, st *vmiState, libvirtEvent time.Time, holdsLock bool) (v1.VirtualMachineInstanceStatus, error) {
+	status, neverArrived, err := l.publishLocked(ctx, st, libvirtEvent, holdsLock)
+	if neverArrived {
+		l.log.Info("an incoming migration did not arrive: the VMI is not this host's", "vmi", st.key())
+		l.forget(st)
+		return v1.VirtualMachineInstanceStatus{Phase: v1.Pending}, nil
+	}
+	return status, err
+}
+
+func (l *Launcher) publishLocked(ctx context.Context, st *vmiState, libvirtEvent time.Time, holdsLock bool) (v1.VirtualMachineInstanceStatus, bool, error) {
 	st.mu.Lock()
 	defer st.mu.Unlock()
 	if st.deleted {
-		return st.status, nil
+		return st.status, false, nil
 	}
 	events, gen := st.events.Load(), l.generation()
 	s, err := l.observe(ctx, st.name)
 	if err != nil {
-		return st.status, err
+		return st.status, false, err
 	}
 	st.readEvents, st.readGen = events, gen
+	switch wasIncoming := st.incoming; {
+	case hostplan.Incoming(s):
+		st.incoming = true
+	case wasIncoming && !(s.Obs.Defined && s.Obs.State.Active()):
+		st.incoming = false
+		return st.status, true, nil
+	default:
+		st.incoming = false
+	}
 	if m := s.Marks; m != nil && m.Owner != l.cfg.Owner {
-		return st.status, &ConflictError{Domain: st.name, Owner: m.Owner, Reason: fmt.Sprintf("it belongs to the launcher %q", m.Owner)}
+		return st.status, false, &ConflictError{Domain: st.name, Owner: m.Owner, Reason: fmt.Sprintf("it belongs to the launcher %q", m.Owner)}
 	}
 	if m := s.Marks; m != nil && m.VMI.UID != "" {
 		// The status is that of the VMI the domain runs, whatever UID a
@@ -128,7 +152,7 @@ func (l *Launcher) publish(ctx context.Context, st *vmiState, libvirtEvent time.
 		st.uid.Store(m.VMI.UID)
 	}
 	if hostplan.MigratedAway(s) {
-		return st.status, nil // it runs on the migration's target (migrate.go)
+		return st.status, false, nil // it runs on the migration's target (migrate.go)
 	}
 	prev := st.status
 	if !st.published {
@@ -144,11 +168,11 @@ func (l *Launcher) publish(ctx context.Context, st *vmiState, libvirtEvent time.
 		l.recordEnd(ctx, st, &hostplan.Ended{Phase: status.Phase, Reason: status.Reason, At: now.UTC().Truncate(time.Second)}, holdsLock)
 	}
 	if st.published && hostplan.SameStatus(st.status, status) {
-		return st.status, nil
+		return st.status, false, nil
 	}
 	st.status, st.published, st.observed = status, true, now
 	l.broadcast(st.event(libvirtEvent))
-	return status, nil
+	return status, false, nil
 }
 
 // recordEnd writes how the VMI ended into its domain's marks, so that a

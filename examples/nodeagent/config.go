@@ -11,6 +11,7 @@ import (
 	"strings"
 	"time"
 
+	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/util/validation"
 
@@ -43,6 +44,8 @@ type config struct {
 
 	APIAddress string // host:port of the node API for the control plane (mutual TLS); empty: none
 	APICerts   string // folder of the node API's certificates (tls.crt, tls.key, ca.crt)
+
+	MigrationBandwidth uint64 // bytes per second of each migration's stream from this node; 0: unlimited
 
 	HeartbeatInterval time.Duration // the longest time between two heartbeats on the Node
 	LibvirtURI        string        // the libvirt connection; empty: the launcher's default
@@ -96,9 +99,17 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 		"`DIR` of the node API's certificates: tls.crt and tls.key (this agent's), ca.crt (the control plane's authority); required with -api-address")
 	fs.DurationVar(&cfg.HeartbeatInterval, "heartbeat-interval", agent.DefaultHeartbeatInterval,
 		"the longest `DURATION` between two heartbeats written to this node's Node (kubevirt.io/heartbeat; changes are written at once)")
+	fs.Func("migration-bandwidth", "cap each live migration from this node at `QUANTITY` bytes per second, such as 64Mi (KubeVirt's bandwidthPerMigration; libvirt rounds up to whole MiB/s); default unlimited", func(s string) error {
+		q, err := resource.ParseQuantity(s)
+		if err != nil || q.Sign() < 0 {
+			return fmt.Errorf("%q is not a quantity of bytes such as 64Mi", s)
+		}
+		cfg.MigrationBandwidth = uint64(q.Value())
+		return nil
+	})
 	fs.StringVar(&cfg.LibvirtURI, "libvirt-uri", "", "the libvirt connection `URI` (default "+launcher.DefaultURI+")")
 	fs.Usage = func() {
-		fmt.Fprintln(stderr, "usage: nodeagent -kubeconfig FILE -node NAME [-emulate] [-claim] [-node-labels k=v,...] [-feature-gates NAME,...] [-state-dir DIR] [-volume-claims NAMESPACE/CLAIM=PATH,...] [-metrics-address ADDR] [-stream-address IP] [-stream-origins HOST:PORT,...] [-api-address HOST:PORT -api-certs DIR] [-heartbeat-interval DURATION] [-libvirt-uri URI]")
+		fmt.Fprintln(stderr, "usage: nodeagent -kubeconfig FILE -node NAME [-emulate] [-claim] [-node-labels k=v,...] [-feature-gates NAME,...] [-state-dir DIR] [-volume-claims NAMESPACE/CLAIM=PATH,...] [-metrics-address ADDR] [-stream-address IP] [-stream-origins HOST:PORT,...] [-api-address HOST:PORT -api-certs DIR] [-heartbeat-interval DURATION] [-libvirt-uri URI] [-migration-bandwidth QUANTITY]")
 		fs.PrintDefaults()
 	}
 	if err := fs.Parse(args); err != nil {

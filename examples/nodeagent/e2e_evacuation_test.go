@@ -117,12 +117,19 @@ func TestE2EEvacuate(t *testing.T) {
 }
 
 // startSecondNode starts node B's agent on the libvirt host uriB with the
-// pool label, serving the node API (virtctl console reaches its VMIs), and
-// waits until it is schedulable.
-func (w *virtctlWorld) startSecondNode(t testing.TB, node, uri, pool string) *agentProcess {
+// pool label, serving the node API (virtctl console reaches its VMIs),
+// with extra flags, and waits until it is schedulable.
+func (w *virtctlWorld) startSecondNode(t testing.TB, node, uri, pool string, extra ...string) *agentProcess {
 	t.Helper()
-	a := w.startNode(t, node, stateDir(t), "-node-labels", "example.com/pool="+pool, "-libvirt-uri", uri,
-		"-api-address", "127.0.0.1:0", "-api-certs", w.certs("nodeagent"))
+	return w.startSecondNodeIn(t, stateDir(t), node, uri, pool, extra...)
+}
+
+// startSecondNodeIn is startSecondNode with the state folder dir (that of
+// its agent before, for a restart).
+func (w *virtctlWorld) startSecondNodeIn(t testing.TB, dir, node, uri, pool string, extra ...string) *agentProcess {
+	t.Helper()
+	a := w.startNode(t, node, dir, append([]string{"-node-labels", "example.com/pool=" + pool, "-libvirt-uri", uri,
+		"-api-address", "127.0.0.1:0", "-api-certs", w.certs("nodeagent")}, extra...)...)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	a.waitFor(ctx, t, "node API address written to the Node")

@@ -17,8 +17,9 @@ import (
 
 // TestE2EMigrate: a VM's guest runs on node A (the system libvirtd);
 // node B's agent runs on a second libvirt host of this machine
-// (hosttest.Node); both nodes carry the VM's pool label. A first migration
-// is deleted while it runs (testMigrateAborted). `virtctl migrate`
+// (hosttest.Node); both nodes carry the VM's pool label, and A's agent caps
+// a migration at migrationBandwidth. A first migration is deleted while
+// libvirt's job runs (testMigrateAborted). `virtctl migrate`
 // → a VirtualMachineInstanceMigration that goes through KubeVirt's phases
 // to Succeeded, the VMI's nodeName and kubevirt.io/nodeName label name B,
 // its migrationState is completed from A to B, the domain runs on B's
@@ -28,7 +29,7 @@ import (
 // console, on A and then on B). The time from virtctl migrate to Succeeded is logged.
 func TestE2EMigrate(t *testing.T) {
 	pool := uniqueName("pool")
-	w, vw := newVirtctlVMWorldWith(t, "-node-labels", "example.com/pool="+pool)
+	w, vw := newVirtctlVMWorldWith(t, "-node-labels", "example.com/pool="+pool, "-migration-bandwidth", migrationBandwidth)
 	nodeB := uniqueName("node")
 	uriB := hosttest.Node(t, nodeB)
 	ns := w.namespace(t, "migrate")
@@ -105,28 +106,26 @@ func TestE2EMigrate(t *testing.T) {
 	vw.deleteVM(t, ns, "mig")
 }
 
-// testMigrateAborted: a migration deleted while it runs is aborted: the
-// object goes, the VMI's migrationState is failed with abortRequested, the
-// VMI stays Running on A and the domain runs on A's libvirt, not on B's.
+// testMigrateAborted: a migration deleted while libvirt's job runs (seen
+// moving data on A's libvirt) is aborted inside the job (DomainAbortJob):
+// the job ends before it moved everything, the object goes, the VMI's
+// migrationState is failed with abortRequested and libvirt's cancellation
+// as its reason, the VMI stays Running on A and the domain runs on A's
+// libvirt, not on B's.
 func testMigrateAborted(t *testing.T, w *virtctlWorld, ns, nodeB, uriB string) {
 	w.mustRun(t, "-n", ns, "migrate", "mig")
-	var list virtv1.VirtualMachineInstanceMigrationList
-	deadline := time.Now().Add(time.Minute)
-	for {
-		if err := w.client.List(context.Background(), &list, client.InNamespace(ns)); err != nil {
-			t.Fatal(err)
-		}
-		if len(list.Items) == 1 && list.Items[0].Status.Phase == virtv1.MigrationRunning {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("the migration did not run within a minute: %+v", list.Items)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
-	mig := &list.Items[0]
+	mig := w.runningMigration(t, ns, "mig", time.Minute)
+	seen := waitJob(t, w.conn, ns, "mig", time.Minute)
+	deleted := time.Now()
 	if err := w.client.Delete(context.Background(), mig); err != nil {
 		t.Fatal(err)
+	}
+	last := waitNoJob(t, w.conn, ns, "mig", time.Minute)
+	t.Logf("libvirt's job: %s in and %.1f MB moved when the migration was deleted; ended %s later, at %s, %.1f MB moved, %.1f MB remaining",
+		seen.elapsed.Round(time.Millisecond), float64(seen.processed)/1e6, time.Since(deleted).Round(time.Millisecond),
+		last.elapsed.Round(time.Millisecond), float64(last.processed)/1e6, float64(last.remaining)/1e6)
+	if last.remaining == 0 {
+		t.Errorf("the job ended with nothing remaining (%+v): it completed rather than being aborted", last)
 	}
 	vmi := w.waitVMI(t, ns, "mig", "with the migration aborted", 2*time.Minute, func(v *virtv1.VirtualMachineInstance) bool {
 		ms := v.Status.MigrationState
@@ -137,6 +136,9 @@ func testMigrateAborted(t *testing.T, w *virtctlWorld, ns, nodeB, uriB string) {
 		t.Fatalf("after the abort: VMI %s, migrationState %+v; want failed, abortRequested, still on %s", describe(vmi), ms, w.node)
 	}
 	t.Logf("aborted: %s", ms.FailureReason)
+	if !strings.Contains(ms.FailureReason, "canceled by client") {
+		t.Errorf("failure reason %q: not libvirt's cancellation of its job", ms.FailureReason)
+	}
 	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(200 * time.Millisecond) {
 		err := w.client.Get(context.Background(), client.ObjectKeyFromObject(mig), mig)
 		if err != nil {

@@ -97,13 +97,14 @@ func run(ctx context.Context, cfg config, log *slog.Logger) error {
 				return cfg.VolumeClaims[vmi.Namespace]
 			},
 		},
-		HTTPAddress:       cfg.MetricsAddress,
-		StreamAddress:     cfg.StreamAddress,
-		StreamOrigins:     cfg.StreamOrigins,
-		APIAddress:        cfg.APIAddress,
-		APICertDir:        cfg.APICerts,
-		HeartbeatInterval: cfg.HeartbeatInterval,
-		Labeller:          labeller,
-		Logger:            log,
+		HTTPAddress:        cfg.MetricsAddress,
+		StreamAddress:      cfg.StreamAddress,
+		StreamOrigins:      cfg.StreamOrigins,
+		APIAddress:         cfg.APIAddress,
+		APICertDir:         cfg.APICerts,
+		HeartbeatInterval:  cfg.HeartbeatInterval,
+		MigrationBandwidth: cfg.MigrationBandwidth,
+		Labeller:           labeller,
+		Logger:             log,
 	})
 }

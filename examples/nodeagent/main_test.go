@@ -55,11 +55,11 @@ func TestParseFlags(t *testing.T) {
 			name: "all",
 			args: []string{"-kubeconfig", "/k", "-node", "node-a", "-emulate", "-claim", "-node-labels", "zone=a,kubevirt.io/schedulable=true",
 				"-feature-gates", "HypervStrictCheck", "-state-dir", "/s", "-metrics-address", "127.0.0.1:0", "-stream-address", "127.0.0.1", "-stream-origins", "localhost:6080,*.example:443",
-				"-api-address", "127.0.0.1:0", "-api-certs", "/pki/nodeagent", "-heartbeat-interval", "5s", "-libvirt-uri", "qemu+unix:///system?socket=/s/sock"},
+				"-api-address", "127.0.0.1:0", "-api-certs", "/pki/nodeagent", "-heartbeat-interval", "5s", "-libvirt-uri", "qemu+unix:///system?socket=/s/sock", "-migration-bandwidth", "8Mi"},
 			want: config{Kubeconfig: "/k", Node: "node-a", Emulate: true, Claim: true,
 				NodeLabels: labels.Set{"zone": "a", "kubevirt.io/schedulable": "true"}, Scheduling: nodeapi.Scheduling{HypervStrictCheck: true}, StateDir: "/s", MetricsAddress: "127.0.0.1:0",
 				StreamAddress: "127.0.0.1", StreamOrigins: []string{"localhost:6080", "*.example:443"},
-				APIAddress: "127.0.0.1:0", APICerts: "/pki/nodeagent", HeartbeatInterval: 5 * time.Second, LibvirtURI: "qemu+unix:///system?socket=/s/sock"},
+				APIAddress: "127.0.0.1:0", APICerts: "/pki/nodeagent", HeartbeatInterval: 5 * time.Second, LibvirtURI: "qemu+unix:///system?socket=/s/sock", MigrationBandwidth: 8 << 20},
 		},
 		{
 			name: "defaults",
@@ -118,6 +118,8 @@ func TestParseFlags(t *testing.T) {
 			err: "-api-address and -api-certs: give both or neither (the node API is mutual TLS only)"},
 		{name: "heartbeat interval zero", args: []string{"-kubeconfig", "/k", "-node", "a", "-heartbeat-interval", "0s"},
 			err: "-heartbeat-interval: invalid value 0s: must be positive"},
+		{name: "migration bandwidth not a quantity", args: []string{"-kubeconfig", "/k", "-node", "a", "-migration-bandwidth", "fast"},
+			err: `invalid value "fast" for flag -migration-bandwidth: "fast" is not a quantity of bytes such as 64Mi`},
 		{name: "empty state dir", args: []string{"-kubeconfig", "/k", "-node", "a", "-state-dir", ""}, err: "-state-dir: must not be empty"},
 		{name: "argument", args: []string{"-kubeconfig", "/k", "-node", "a", "vmi.yaml"}, err: `unexpected argument "vmi.yaml"`},
 	}

@@ -133,6 +133,11 @@ type Config struct {
 	// KubeVirt's default.
 	Scheduling nodeapi.Scheduling
 
+	// MigrationBandwidth caps the stream of each live migration from this
+	// node, in bytes per second (KubeVirt's
+	// migrations.bandwidthPerMigration); 0: unlimited.
+	MigrationBandwidth uint64
+
 	// Workers is how many VMIs are reconciled at once; 0: DefaultWorkers.
 	Workers int
 
@@ -270,7 +275,7 @@ func Run(ctx context.Context, restConfig *rest.Config, cfg Config) error {
 
 	w := &writer{client: mgr.GetClient(), events: events, node: cfg.Node, metrics: metrics}
 	migr := &migrations{client: mgr.GetClient(), reader: mgr.GetAPIReader(), launcher: l, cfg: cfg.Launcher, node: cfg.Node, log: log,
-		running: map[types.UID]context.CancelFunc{}, left: map[types.UID]bool{}}
+		bandwidth: cfg.MigrationBandwidth, running: map[types.UID]context.CancelFunc{}, left: map[types.UID]types.NamespacedName{}}
 	w.migrations = migr
 	if err := addVMIControllers(ctx, mgr, l, w, streams, cfg.Workers, log); err != nil {
 		return err

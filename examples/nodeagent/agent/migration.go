@@ -9,6 +9,7 @@ import (
 	"time"
 
 	k8sv1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	corev1ac "k8s.io/client-go/applyconfigurations/core/v1"
@@ -44,28 +45,76 @@ const migrationFieldManager = "nodeagent-migration"
 //
 // While a VMI migrates, and after it left, the node's other controllers
 // leave it alone (away): its domain goes without the VMI having ended.
+// A VMI left is remembered until the node's view no longer lists it (its
+// label names the target by then), so the record holds only the VMIs
+// whose move the view has not caught up with.
+//
+// An agent SIGKILLed mid-migration does not stop it: libvirtd drives the
+// peer-to-peer job by itself. What a restarted agent decides, by its side
+// (as KubeVirt's virt-handler, where the launcher outlives the handler):
+//
+//   - source: a VMI whose migrationState names this node as source and
+//     has begun (startTimestamp) but not ended is its predecessor's; until
+//     it is settled the VMI is away (no Sync could start the guest a
+//     second time, nor a vanished domain fail it). launcher.SettleMigration
+//     waits for libvirt's job (an abortRequested aborts it) and decides
+//     from both libvirt hosts; the outcome is written as Migrate's would
+//     be: completed (nodeName and label name the target) or failed (the
+//     guest runs here);
+//   - target: nothing of the migration runs in its process (the source
+//     drives it, and prepares the target from its own); its launcher
+//     judges the incoming domain at start (hostplan.JudgeMigration), the
+//     domain is no orphan while the migrationState targets this node
+//     (incoming), and the VMI is this node's once the source wrote so.
 type migrations struct {
 	client   client.Client
 	reader   client.Reader // Nodes, and VMIs read afresh
 	launcher *launcher.Launcher
 	cfg      launcher.Config // this node's: the target launcher's defaults
 	node     string
-	log      *slog.Logger
+	// bandwidth caps each migration's stream, bytes per second; 0: none.
+	bandwidth uint64
+	log       *slog.Logger
 
 	mu      sync.Mutex
-	running map[types.UID]context.CancelFunc // under way from here: what aborts it
-	left    map[types.UID]bool               // migrated to another node
+	running map[types.UID]context.CancelFunc   // under way from here: what aborts it
+	left    map[types.UID]types.NamespacedName // migrated to another node, still in the node's view
 }
 
-// away tells whether the VMI uid is migrating from this node or has left
-// it; false for nil migrations.
-func (m *migrations) away(uid types.UID) bool {
+// away tells whether vmi is migrating from this node (here, or begun by
+// an agent before this one and not settled yet) or has left it; false for
+// nil migrations.
+func (m *migrations) away(vmi *v1.VirtualMachineInstance) bool {
 	if m == nil {
 		return false
 	}
+	if ms := vmi.Status.MigrationState; ms != nil && ms.SourceNode == m.node && ms.TargetNode != m.node &&
+		ms.StartTimestamp != nil && !ms.Completed {
+		return true
+	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	return m.running[uid] != nil || m.left[uid]
+	_, left := m.left[vmi.UID]
+	return m.running[vmi.UID] != nil || left
+}
+
+// forgetLeft drops the record of the VMIs called name that left: the
+// node's view no longer lists it.
+func (m *migrations) forgetLeft(name types.NamespacedName) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	for uid, n := range m.left {
+		if n == name {
+			delete(m.left, uid)
+		}
+	}
+}
+
+// leftCount is how many VMIs that left are still recorded.
+func (m *migrations) leftCount() int {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return len(m.left)
 }
 
 // incoming tells whether the VMI name, not (yet) in the node's cache, is
@@ -125,10 +174,14 @@ func annotateNode(ctx context.Context, nodes kubernetes.Interface, node string, 
 }
 
 // Reconcile starts the migration a VMI's migrationState asks of this node,
-// or aborts the one under way when asked to.
+// settles one an earlier agent began, or aborts the one under way when
+// asked to. A VMI the node's view no longer lists is forgotten.
 func (m *migrations) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
 	var vmi v1.VirtualMachineInstance
 	if err := m.client.Get(ctx, req.NamespacedName, &vmi); err != nil {
+		if apierrors.IsNotFound(err) {
+			m.forgetLeft(req.NamespacedName)
+		}
 		return reconcile.Result{}, client.IgnoreNotFound(err)
 	}
 	ms := vmi.Status.MigrationState
@@ -151,9 +204,20 @@ func (m *migrations) Reconcile(ctx context.Context, req reconcile.Request) (reco
 		m.log.Info("nodeagent: aborting the migration", "vmi", key(&vmi), "migration", ms.MigrationUID)
 		abort()
 		return reconcile.Result{}, nil
-	case abort != nil || ms.StartTimestamp != nil:
-		// Under way here, or begun by an earlier agent: the launcher
-		// settled it at start (hostplan.JudgeMigration).
+	case abort != nil:
+		return reconcile.Result{}, nil // under way here
+	case ms.StartTimestamp != nil:
+		// Begun by an agent of this node that is gone: libvirt's job may
+		// run on, or have ended while nobody watched.
+		target, err := m.targetOf(ctx, ms.TargetNode)
+		if err != nil {
+			return reconcile.Result{}, err // the Node is still needed: retried
+		}
+		m.log.Info("nodeagent: settling a migration an earlier agent began", "vmi", key(&vmi), "to", ms.TargetNode, "migration", ms.MigrationUID)
+		abort := m.start(ctx, &vmi, target, m.settle)
+		if ms.AbortRequested {
+			abort() // asked while no agent ran: the job, if it runs on, is aborted
+		}
 		return reconcile.Result{}, nil
 	case ms.AbortRequested:
 		return reconcile.Result{}, m.finish(ctx, &vmi, nil, errors.New("aborted before it began"))
@@ -170,16 +234,29 @@ func (m *migrations) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	if err := m.client.Patch(ctx, &vmi, client.MergeFromWithOptions(orig, client.MergeFromWithOptimisticLock{})); err != nil {
 		return ignoreStale(err)
 	}
+	m.log.Info("nodeagent: migrating", "vmi", key(&vmi), "to", ms.TargetNode, "uri", target.URI, "migration", ms.MigrationUID)
+	m.start(ctx, &vmi, target, m.run)
+	return reconcile.Result{}, nil
+}
+
+// runner carries a migration out to its end: launcher.Migrate, or
+// launcher.SettleMigration.
+type runner func(ctx context.Context, vmi *v1.VirtualMachineInstance, target launcher.Config) (*v1.VirtualMachineInstanceMigrationState, error)
+
+// start runs the migration of vmi to target with run, in the background,
+// abortable (running) until it ended and its outcome is written; it
+// returns what aborts it.
+func (m *migrations) start(ctx context.Context, vmi *v1.VirtualMachineInstance, target launcher.Config, run runner) context.CancelFunc {
 	mctx, cancel := context.WithCancel(ctx)
 	m.mu.Lock()
 	m.running[vmi.UID] = cancel
 	m.mu.Unlock()
-	m.log.Info("nodeagent: migrating", "vmi", key(&vmi), "to", ms.TargetNode, "uri", target.URI, "migration", ms.MigrationUID)
+	vmi = vmi.DeepCopy()
 	go func() {
 		defer cancel()
-		m.migrate(ctx, mctx, vmi.DeepCopy(), target)
+		m.migrate(ctx, mctx, vmi, target, run)
 	}()
-	return reconcile.Result{}, nil
+	return cancel
 }
 
 // targetOf is the launcher configuration of node's libvirt host, from its
@@ -198,15 +275,15 @@ func (m *migrations) targetOf(ctx context.Context, node string) (launcher.Config
 	return cfg, nil
 }
 
-// migrate runs the migration of vmi to the launcher of target until mctx
-// ends (an abort) and writes its outcome.
-func (m *migrations) migrate(ctx, mctx context.Context, vmi *v1.VirtualMachineInstance, target launcher.Config) {
+// migrate runs the migration of vmi to the launcher of target with run
+// until mctx ends (an abort) and writes its outcome.
+func (m *migrations) migrate(ctx, mctx context.Context, vmi *v1.VirtualMachineInstance, target launcher.Config, run runner) {
 	uid := vmi.UID
-	state, err := m.run(mctx, vmi, target)
+	state, err := run(mctx, vmi, target)
 	m.mu.Lock()
 	delete(m.running, uid)
 	if err == nil {
-		m.left[uid] = true
+		m.left[uid] = client.ObjectKeyFromObject(vmi)
 	}
 	m.mu.Unlock()
 	if err != nil {
@@ -227,7 +304,20 @@ func (m *migrations) run(ctx context.Context, vmi *v1.VirtualMachineInstance, ta
 	}
 	defer t.Close()
 	uid := types.UID(vmi.Status.MigrationState.MigrationUID)
-	return m.launcher.Migrate(ctx, vmi, t, launcher.MigrateOptions{UID: uid})
+	return m.launcher.Migrate(ctx, vmi, t, launcher.MigrateOptions{UID: uid, Bandwidth: m.bandwidth})
+}
+
+// settle is launcher.SettleMigration of the migration an earlier agent
+// began to a launcher of target; ctx ending aborts libvirt's job, not the
+// settling.
+func (m *migrations) settle(ctx context.Context, vmi *v1.VirtualMachineInstance, target launcher.Config) (*v1.VirtualMachineInstanceMigrationState, error) {
+	t, err := launcher.New(context.WithoutCancel(ctx), target)
+	if err != nil {
+		return nil, err
+	}
+	defer t.Close()
+	uid := types.UID(vmi.Status.MigrationState.MigrationUID)
+	return m.launcher.SettleMigration(ctx, vmi, t, launcher.MigrateOptions{UID: uid})
 }
 
 // finish writes a migration's end to the VMI's migrationState (the

@@ -63,7 +63,7 @@ func (r *vmiReconciler) Reconcile(ctx context.Context, req reconcile.Request) (r
 		return r.removeOrphan(ctx, req.NamespacedName)
 	case err != nil:
 		return reconcile.Result{}, err
-	case r.migrations.away(vmi.UID):
+	case r.migrations.away(&vmi):
 		return reconcile.Result{}, nil // migrating away, or gone: the migration's (migrations)
 	case vmi.DeletionTimestamp != nil:
 		return r.finalize(ctx, &vmi)

@@ -53,11 +53,17 @@ func removeStale(ctx context.Context, l *launcher.Launcher, api client.Reader, n
 }
 
 // staleReason says why the domain of dom (a VMI as the launcher knows it)
-// must go, given the cluster's VMI of that name; "" when it may stay.
+// must go, given the cluster's VMI of that name; "" when it may stay. A
+// domain migrating here (the VMI's migrationState targets this node and
+// has not ended) is bound to the source until the source says it arrived:
+// it stays.
 func staleReason(dom, vmi *v1.VirtualMachineInstance, node string) string {
+	ms := vmi.Status.MigrationState
 	switch {
 	case vmi.UID != dom.UID:
 		return "replaced by VMI " + string(vmi.UID)
+	case ms != nil && ms.TargetNode == node && !ms.Completed:
+		return ""
 	case vmi.Labels[v1.NodeNameLabel] != node:
 		return "bound to node " + vmi.Labels[v1.NodeNameLabel]
 	case vmi.Status.Phase == v1.Failed && vmi.Status.Reason == nodeapi.NodeUnresponsiveReason:

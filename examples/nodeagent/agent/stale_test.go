@@ -19,6 +19,12 @@ func TestStaleReason(t *testing.T) {
 	}
 	replaced := vmi("", "node-b", v1.Running, "")
 	replaced.UID = "new"
+	// A migration from node-b to here under way (the target's agent was
+	// restarted mid-job: its incoming domain must live on), and one ended.
+	incoming := vmi("old", "node-b", v1.Running, "")
+	incoming.Status.MigrationState = &v1.VirtualMachineInstanceMigrationState{SourceNode: "node-b", TargetNode: "node-a"}
+	failedHere := incoming.DeepCopy()
+	failedHere.Status.MigrationState.Completed, failedHere.Status.MigrationState.Failed = true, true
 	for _, c := range []struct {
 		name string
 		vmi  *v1.VirtualMachineInstance
@@ -28,6 +34,8 @@ func TestStaleReason(t *testing.T) {
 		{"its own VMI, failed otherwise", vmi("old", "node-a", v1.Failed, ""), ""},
 		{"replaced", replaced, "replaced by VMI new"},
 		{"bound elsewhere", vmi("old", "node-b", v1.Running, ""), "bound to node node-b"},
+		{"migrating here", incoming, ""},
+		{"migrated here and failed", failedHere, "bound to node node-b"},
 		{"node declared dead", vmi("old", "node-a", v1.Failed, nodeapi.NodeUnresponsiveReason), "its node was declared dead (NodeUnresponsive)"},
 	} {
 		if got := staleReason(dom, c.vmi, "node-a"); got != c.want {

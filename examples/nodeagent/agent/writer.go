@@ -35,7 +35,7 @@ type writer struct {
 // conflict (the object changed since it was read) is returned as it is: the
 // change's own event brings the VMI back.
 func (r *writer) report(ctx context.Context, vmi *v1.VirtualMachineInstance, observed v1.VirtualMachineInstanceStatus, sync syncResult) error {
-	if r.migrations.away(vmi.UID) {
+	if r.migrations.away(vmi) {
 		return nil
 	}
 	want := desiredStatus(vmi.Status, observed, r.node, sync, time.Now())
