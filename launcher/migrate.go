@@ -152,18 +152,29 @@ func (l *Launcher) Migrate(ctx context.Context, vmi *v1.VirtualMachineInstance, 
 		return nil, ErrClosed
 	}
 	opts = opts.withDefaults()
-	st := l.stateOf(vmi)
-	if err := st.acquire(ctx); err != nil {
+	st, tst, err := l.lockBoth(ctx, target, vmi)
+	if err != nil {
 		return nil, err
 	}
 	defer st.release()
-	tst := target.stateFor(st.namespace, st.vmi, vmi.UID)
-	if err := tst.acquire(ctx); err != nil {
-		return nil, err
-	}
 	defer tst.release()
 	m := migration{l: l, target: target, st: st, tst: tst, opts: opts}
 	return m.run(ctx, vmi)
+}
+
+// lockBoth takes the VMI's lock on this launcher, then on target, and
+// returns both states (the caller releases them).
+func (l *Launcher) lockBoth(ctx context.Context, target *Launcher, vmi *v1.VirtualMachineInstance) (st, tst *vmiState, err error) {
+	st = l.stateOf(vmi)
+	if err := st.acquire(ctx); err != nil {
+		return nil, nil, err
+	}
+	tst = target.stateFor(st.namespace, st.vmi, vmi.UID)
+	if err := tst.acquire(ctx); err != nil {
+		st.release()
+		return nil, nil, err
+	}
+	return st, tst, nil
 }
 
 // migration is one Migrate under way.

@@ -120,16 +120,11 @@ func (l *Launcher) SettleMigration(ctx context.Context, vmi *v1.VirtualMachineIn
 	}
 	opts = opts.withDefaults()
 	// ctx ending aborts the job; the settling itself goes on.
-	lock := context.WithoutCancel(ctx)
-	st := l.stateOf(vmi)
-	if err := st.acquire(lock); err != nil {
+	st, tst, err := l.lockBoth(context.WithoutCancel(ctx), target, vmi)
+	if err != nil {
 		return nil, err
 	}
 	defer st.release()
-	tst := target.stateFor(st.namespace, st.vmi, vmi.UID)
-	if err := tst.acquire(lock); err != nil {
-		return nil, err
-	}
 	defer tst.release()
 	s := settling{l: l, target: target, st: st, tst: tst, opts: opts}
 	return s.run(ctx)
