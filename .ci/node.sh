@@ -102,7 +102,11 @@ up() {
 	# /etc/libvirt: the host's configuration, without its networks, pools
 	# and domains (their autostart would fight the system daemon's over
 	# bridges and ports), with this node's settings.
-	cp -a /etc/libvirt "$base/etc"
+	# The system daemon's domain files come and go while this copies
+	# them (other tests define and undefine domains): cp goes on past a
+	# file that vanished, and those files are removed below anyway.
+	cp -a /etc/libvirt "$base/etc" 2>/dev/null || true
+	[ -s "$base/etc/libvirtd.conf" ] && [ -s "$base/etc/qemu.conf" ] || die "node $name: copying /etc/libvirt failed"
 	rm -rf "$base/etc/qemu/networks" "$base/etc/storage" "$base/etc/secrets"/*
 	find "$base/etc/qemu" -maxdepth 1 -name '*.xml' -delete
 	mkdir -p "$base/etc/qemu/networks/autostart" "$base/etc/storage/autostart"
