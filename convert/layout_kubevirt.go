@@ -88,7 +88,7 @@ func (l KubeVirtLayout) Volume(vmi *v1.VirtualMachineInstance, index int) (DiskS
 		return DiskSource{Type: "file", Path: kvOverlay(name), Format: "qcow2",
 			BackingPath: kvContainerDisks + "/disk_" + strconv.Itoa(index) + ".img", BackingFormat: "qcow2"}, nil
 	case volPVC, volDataVolume:
-		if hotpluggableClaim(v) {
+		if Hotpluggable(v) {
 			return l.hotplugClaim(name), nil
 		}
 		return l.claim(name), nil
@@ -159,13 +159,6 @@ func (l KubeVirtLayout) hotplugClaim(volume string) DiskSource {
 		return DiskSource{Type: "block", Path: kvHotplugDisks + "/" + volume, Format: "raw"}
 	}
 	return DiskSource{Type: "file", Path: kvHotplugDisks + "/" + volume + ".img", Format: "raw"}
-}
-
-// hotpluggableClaim tells whether a claim or data volume is hot-pluggable
-// (KubeVirt attaches it through an attachment pod, not the VMI's pod).
-func hotpluggableClaim(v *v1.Volume) bool {
-	return v.PersistentVolumeClaim != nil && v.PersistentVolumeClaim.Hotpluggable ||
-		v.DataVolume != nil && v.DataVolume.Hotpluggable
 }
 
 // ReservationSocket is the pr-helper socket KubeVirt runs next to its pods

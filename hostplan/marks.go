@@ -60,8 +60,9 @@ type Marks struct {
 	Migration *Migration `xml:"migration"`
 
 	// Spec is the VMI's spec the domain runs, as JSON (SpecMark): what a
-	// new spec is compared with (LiveChanges). Hotplugged are the volumes
-	// attached to the running domain (see live.go).
+	// new spec is compared with (LiveChanges). Hotplugged are the hotplug
+	// volumes: attached to the running domain (see live.go), or
+	// hot-pluggable claims in the spec from the start (Make).
 	Spec       string   `xml:"spec,omitempty"`
 	Hotplugged []string `xml:"hotplugged>volume,omitempty"`
 }

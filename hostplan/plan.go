@@ -5,6 +5,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"k8s.io/apimachinery/pkg/util/validation/field"
@@ -100,6 +101,10 @@ func Make(req *Request, host Host, in Inputs) (*Plan, error) {
 		VMI:    VMIRef{Namespace: vmiNamespace(v), Name: v.Name, UID: v.UID, Grace: int64(GracePeriod(v) / time.Second)},
 		Hash:   p.Hash,
 		Images: uses,
+		// Hot-pluggable volumes in the spec from the start are hotplug
+		// volumes all the same (KubeVirt attaches them through an
+		// attachment pod and reports them so).
+		Hotplugged: hotpluggableDisks(v),
 	}
 	if p.Marks.Spec, err = SpecMark(v); err != nil {
 		return nil, err
@@ -113,6 +118,19 @@ func Make(req *Request, host Host, in Inputs) (*Plan, error) {
 	}
 	d.Metadata = &libvirtxml.DomainMetadata{XML: el}
 	return p, nil
+}
+
+// hotpluggableDisks are the names of v's hot-pluggable volumes that a disk
+// of the spec uses, in the spec's order.
+func hotpluggableDisks(v *v1.VirtualMachineInstance) []string {
+	var out []string
+	for i := range v.Spec.Volumes {
+		vol := &v.Spec.Volumes[i]
+		if convert.Hotpluggable(vol) && slices.ContainsFunc(v.Spec.Domain.Devices.Disks, func(d v1.Disk) bool { return d.Name == vol.Name }) {
+			out = append(out, vol.Name)
+		}
+	}
+	return out
 }
 
 // The pipeline's stages Make runs, once each: variables so that a test can

@@ -11,6 +11,8 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	v1 "kubevirt.io/api/core/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/vmi2libvirt/vmi2libvirt/convert"
 )
 
 // Volume hotplug: virtctl addvolume and removevolume, as virt-api of
@@ -108,7 +110,7 @@ func checkVolumeRequest(volumes []v1.Volume, req *volumeRequest) string {
 	name := req.RemoveVolumeOptions.Name
 	for i := range volumes {
 		if volumes[i].Name == name || claimOf(&volumes[i]) == name {
-			if !hotpluggable(&volumes[i]) {
+			if !convert.Hotpluggable(&volumes[i]) {
 				return fmt.Sprintf("Unable to remove volume [%s] because it is not hotpluggable", volumes[i].Name)
 			}
 			return ""
@@ -137,13 +139,6 @@ func claimOf(v *v1.Volume) string {
 		return v.PersistentVolumeClaim.ClaimName
 	}
 	return ""
-}
-
-// hotpluggable tells whether a volume is a hot-pluggable claim or data
-// volume.
-func hotpluggable(v *v1.Volume) bool {
-	return v.DataVolume != nil && v.DataVolume.Hotpluggable ||
-		v.PersistentVolumeClaim != nil && v.PersistentVolumeClaim.Hotpluggable
 }
 
 // applyVolumeRequest is spec with the request applied, as KubeVirt's

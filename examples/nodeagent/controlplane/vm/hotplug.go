@@ -7,6 +7,8 @@ import (
 	"k8s.io/apimachinery/pkg/api/equality"
 	v1 "kubevirt.io/api/core/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/vmi2libvirt/vmi2libvirt/convert"
 )
 
 // Declarative volume hotplug, as KubeVirt's VM controller does it
@@ -16,13 +18,6 @@ import (
 // or removes the volume and its disk in the running VMI's spec, the VMI's
 // node agent attaches or detaches the disk, and the change needs no
 // restart (liveUpdatable).
-
-// hotpluggable tells whether vol is a declarative hotplug volume: a claim
-// or data volume marked hotpluggable.
-func hotpluggable(vol *v1.Volume) bool {
-	return vol.PersistentVolumeClaim != nil && vol.PersistentVolumeClaim.Hotpluggable ||
-		vol.DataVolume != nil && vol.DataVolume.Hotpluggable
-}
 
 // hotplugSpec returns the volumes and disks the running vmi should have
 // for the template tmpl, and whether they differ from the VMI's: a
@@ -43,7 +38,7 @@ func hotplugSpec(tmpl *v1.VirtualMachineInstanceSpec, vmi *v1.VirtualMachineInst
 	removed := map[string]bool{}
 	for _, vol := range vmi.Spec.Volumes {
 		had[vol.Name] = true
-		if hotpluggable(&vol) {
+		if convert.Hotpluggable(&vol) {
 			if w := want[vol.Name]; w == nil || !equality.Semantic.DeepEqual(*w, vol) {
 				removed[vol.Name] = true
 				continue
@@ -68,7 +63,7 @@ func hotplugSpec(tmpl *v1.VirtualMachineInstanceSpec, vmi *v1.VirtualMachineInst
 	added := false
 	for _, vol := range tmpl.Volumes {
 		d := tmplDisks[vol.Name]
-		if !hotpluggable(&vol) || had[vol.Name] || status[vol.Name] || d == nil {
+		if !convert.Hotpluggable(&vol) || had[vol.Name] || status[vol.Name] || d == nil {
 			continue
 		}
 		vols = append(vols, vol)

@@ -7,6 +7,8 @@ import (
 	"k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	v1 "kubevirt.io/api/core/v1"
+
+	"github.com/vmi2libvirt/vmi2libvirt/convert"
 )
 
 // restartRequiredMessage is KubeVirt's message of the RestartRequired
@@ -37,7 +39,7 @@ func withoutHotplug(spec *v1.VirtualMachineInstanceSpec) ([]v1.Volume, []v1.Disk
 	var vols []v1.Volume
 	hot := map[string]bool{}
 	for _, vol := range spec.Volumes {
-		if hotpluggable(&vol) {
+		if convert.Hotpluggable(&vol) {
 			hot[vol.Name] = true
 			continue
 		}
