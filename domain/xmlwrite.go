@@ -140,12 +140,18 @@ func (w *xmlWriter) attrUint(name string, v uint64) {
 // "0x", as libvirtxml's fmt.Sprintf("0x%0Nx") does.
 func (w *xmlWriter) attrHex(name string, v uint64, digits int) {
 	w.attrName(name)
-	w.buf = append(w.buf, "0x"...)
-	for n := max((bits.Len64(v)+3)/4, 1); n < digits; n++ { // v's hex digits
-		w.buf = append(w.buf, '0')
-	}
-	w.buf = strconv.AppendUint(w.buf, v, 16)
+	w.buf = appendHex(w.buf, v, digits)
 	w.buf = append(w.buf, '"')
+}
+
+// appendHex appends v in hexadecimal with at least digits digits after
+// "0x".
+func appendHex(buf []byte, v uint64, digits int) []byte {
+	buf = append(buf, "0x"...)
+	for n := max((bits.Len64(v)+3)/4, 1); n < digits; n++ { // v's hex digits
+		buf = append(buf, '0')
+	}
+	return strconv.AppendUint(buf, v, 16)
 }
 
 func (w *xmlWriter) textString(s string) { w.escape(s) }

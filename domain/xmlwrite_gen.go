@@ -136,8 +136,8 @@ func (w *xmlWriter) childrenDomain(v *libvirtxml.Domain) {
 	if !(v.KeyWrap == nil) {
 		w.unhandled()
 	}
-	if !(v.LaunchSecurity == nil) {
-		w.unhandled()
+	if v.LaunchSecurity != nil {
+		w.elemDomainLaunchSecurity("launchSecurity", v.LaunchSecurity)
 	}
 	if !(v.QEMUCommandline == nil) {
 		w.unhandled()
@@ -2944,6 +2944,14 @@ func (w *xmlWriter) elemDomainInterfaceTarget(name string, v *libvirtxml.DomainI
 	w.end(name)
 }
 
+// attrsDomainLaunchSecurity writes the attributes of a libvirtxml.DomainLaunchSecurity.
+func (w *xmlWriter) attrsDomainLaunchSecurity(v *libvirtxml.DomainLaunchSecurity) {
+}
+
+// childrenDomainLaunchSecurity writes the child elements and text of a libvirtxml.DomainLaunchSecurity.
+func (w *xmlWriter) childrenDomainLaunchSecurity(v *libvirtxml.DomainLaunchSecurity) {
+}
+
 // attrsDomainLoader writes the attributes of a libvirtxml.DomainLoader.
 func (w *xmlWriter) attrsDomainLoader(v *libvirtxml.DomainLoader) {
 	if !(v.Readonly == "") {
@@ -3005,8 +3013,8 @@ func (w *xmlWriter) attrsDomainMemBalloon(v *libvirtxml.DomainMemBalloon) {
 
 // childrenDomainMemBalloon writes the child elements and text of a libvirtxml.DomainMemBalloon.
 func (w *xmlWriter) childrenDomainMemBalloon(v *libvirtxml.DomainMemBalloon) {
-	if !(v.Driver == nil) {
-		w.unhandled()
+	if v.Driver != nil {
+		w.elemDomainMemBalloonDriver("driver", v.Driver)
 	}
 	if v.Stats != nil {
 		w.elemDomainMemBalloonStats("stats", v.Stats)
@@ -3028,6 +3036,35 @@ func (w *xmlWriter) elemDomainMemBalloon(name string, v *libvirtxml.DomainMemBal
 	w.attrsDomainMemBalloon(v)
 	w.startEnd()
 	w.childrenDomainMemBalloon(v)
+	w.end(name)
+}
+
+// attrsDomainMemBalloonDriver writes the attributes of a libvirtxml.DomainMemBalloonDriver.
+func (w *xmlWriter) attrsDomainMemBalloonDriver(v *libvirtxml.DomainMemBalloonDriver) {
+	if !(v.IOMMU == "") {
+		w.attrString("iommu", string(v.IOMMU))
+	}
+	if !(v.ATS == "") {
+		w.attrString("ats", string(v.ATS))
+	}
+	if !(v.Packed == "") {
+		w.attrString("packed", string(v.Packed))
+	}
+	if !(v.PagePerVQ == "") {
+		w.attrString("page_per_vq", string(v.PagePerVQ))
+	}
+}
+
+// childrenDomainMemBalloonDriver writes the child elements and text of a libvirtxml.DomainMemBalloonDriver.
+func (w *xmlWriter) childrenDomainMemBalloonDriver(v *libvirtxml.DomainMemBalloonDriver) {
+}
+
+// elemDomainMemBalloonDriver writes a libvirtxml.DomainMemBalloonDriver as the element name.
+func (w *xmlWriter) elemDomainMemBalloonDriver(name string, v *libvirtxml.DomainMemBalloonDriver) {
+	w.start(name)
+	w.attrsDomainMemBalloonDriver(v)
+	w.startEnd()
+	w.childrenDomainMemBalloonDriver(v)
 	w.end(name)
 }
 
@@ -3474,8 +3511,8 @@ func (w *xmlWriter) attrsDomainRNG(v *libvirtxml.DomainRNG) {
 
 // childrenDomainRNG writes the child elements and text of a libvirtxml.DomainRNG.
 func (w *xmlWriter) childrenDomainRNG(v *libvirtxml.DomainRNG) {
-	if !(v.Driver == nil) {
-		w.unhandled()
+	if v.Driver != nil {
+		w.elemDomainRNGDriver("driver", v.Driver)
 	}
 	if !(v.Rate == nil) {
 		w.unhandled()
@@ -3526,6 +3563,35 @@ func (w *xmlWriter) elemDomainRNGBackendRandom(name string, v *libvirtxml.Domain
 	w.attrsDomainRNGBackendRandom(v)
 	w.startEnd()
 	w.childrenDomainRNGBackendRandom(v)
+	w.end(name)
+}
+
+// attrsDomainRNGDriver writes the attributes of a libvirtxml.DomainRNGDriver.
+func (w *xmlWriter) attrsDomainRNGDriver(v *libvirtxml.DomainRNGDriver) {
+	if !(v.IOMMU == "") {
+		w.attrString("iommu", string(v.IOMMU))
+	}
+	if !(v.ATS == "") {
+		w.attrString("ats", string(v.ATS))
+	}
+	if !(v.Packed == "") {
+		w.attrString("packed", string(v.Packed))
+	}
+	if !(v.PagePerVQ == "") {
+		w.attrString("page_per_vq", string(v.PagePerVQ))
+	}
+}
+
+// childrenDomainRNGDriver writes the child elements and text of a libvirtxml.DomainRNGDriver.
+func (w *xmlWriter) childrenDomainRNGDriver(v *libvirtxml.DomainRNGDriver) {
+}
+
+// elemDomainRNGDriver writes a libvirtxml.DomainRNGDriver as the element name.
+func (w *xmlWriter) elemDomainRNGDriver(name string, v *libvirtxml.DomainRNGDriver) {
+	w.start(name)
+	w.attrsDomainRNGDriver(v)
+	w.startEnd()
+	w.childrenDomainRNGDriver(v)
 	w.end(name)
 }
 

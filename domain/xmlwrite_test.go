@@ -99,6 +99,9 @@ func TestWriterFallsBack(t *testing.T) {
 		"spice": func(d *libvirtxml.Domain) {
 			d.Devices.Graphics = append(d.Devices.Graphics, libvirtxml.DomainGraphic{Spice: &libvirtxml.DomainGraphicSpice{}})
 		},
+		"sev-snp": func(d *libvirtxml.Domain) {
+			d.LaunchSecurity = &libvirtxml.DomainLaunchSecurity{SEVSNP: &libvirtxml.DomainLaunchSecuritySEVSNP{}}
+		},
 		"tcp serial": func(d *libvirtxml.Domain) {
 			d.Devices.Serials = append(d.Devices.Serials, libvirtxml.DomainSerial{
 				Source: &libvirtxml.DomainChardevSource{TCP: &libvirtxml.DomainChardevSourceTCP{Host: "h"}},
