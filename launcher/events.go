@@ -141,7 +141,7 @@ func (l *Launcher) scheduleRefresh(st *vmiState, at time.Time) {
 		if ns := st.hintTime.Swap(0); ns != 0 {
 			at = time.Unix(0, ns)
 		}
-		if _, err := l.publish(ctx, st, at, false); err != nil {
+		if _, err := l.publish(ctx, st, at, false, false); err != nil {
 			l.log.Debug("status refresh failed", "vmi", st.key(), "err", err)
 		}
 	}()

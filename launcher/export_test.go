@@ -10,3 +10,7 @@ func HeldImages(l *Launcher) int {
 
 // Plans is how many plans l has made (each Sync and Plan makes one).
 func Plans(l *Launcher) uint64 { return l.plans.Load() }
+
+// Readings is how many times l has read a domain's state and live XML for
+// its status.
+func Readings(l *Launcher) uint64 { return l.readings.Load() }

@@ -11,6 +11,8 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	v1 "kubevirt.io/api/core/v1"
 	"libvirt.org/go/libvirt"
+
+	"github.com/vmi2libvirt/vmi2libvirt/hostplan"
 )
 
 // Launcher runs VMIs on one libvirt connection. Create it with New; all its
@@ -62,6 +64,9 @@ type Launcher struct {
 
 	// plans counts the plans made (Plan and Sync make one each).
 	plans atomic.Uint64
+	// readings counts the full readings of a domain for its status
+	// (observe: its state and live XML).
+	readings atomic.Uint64
 
 	subsMu sync.Mutex
 	subs   map[*subscriber]struct{}
@@ -96,8 +101,10 @@ type vmiState struct {
 	incoming bool
 	// readEvents and readGen are the events count and the connection's
 	// generation of the last reading of the domain that published: while
-	// they hold, status is current (List).
+	// they hold, status is current (List), and so are last's state, live
+	// XML and marks (Status, observeAgain). last holds no guest facts.
 	readEvents, readGen uint64
+	last                hostplan.Snapshot
 
 	steadyState // steady.go
 }
@@ -324,6 +331,23 @@ func (l *Launcher) install(cs conns) {
 		l.callbacks = append(l.callbacks, id)
 	} else {
 		l.log.Warn("libvirt agent events not registered", "err", err)
+	}
+	// A device added or removed live changes the domain's live XML: for
+	// the steady state (steady.go) and the last reading (observeAgain),
+	// a change of the domain like the others.
+	if id, err := cs.mon.DomainEventDeviceAddedRegister(nil, func(_ *libvirt.Connect, d *libvirt.Domain, ev *libvirt.DomainEventDeviceAdded) {
+		l.hint(d)
+	}); err == nil {
+		l.callbacks = append(l.callbacks, id)
+	} else {
+		l.log.Warn("libvirt device-added events not registered", "err", err)
+	}
+	if id, err := cs.mon.DomainEventDeviceRemovedRegister(nil, func(_ *libvirt.Connect, d *libvirt.Domain, ev *libvirt.DomainEventDeviceRemoved) {
+		l.hint(d)
+	}); err == nil {
+		l.callbacks = append(l.callbacks, id)
+	} else {
+		l.log.Warn("libvirt device-removed events not registered", "err", err)
 	}
 	// A change of a domain's metadata (the marks) is a change of the
 	// domain for the steady state (steady.go).

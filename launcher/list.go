@@ -59,7 +59,7 @@ func (l *Launcher) List(ctx context.Context) ([]*v1.VirtualMachineInstance, erro
 			continue
 		}
 		st = l.stateFor(m.VMI.Namespace, m.VMI.Name, m.VMI.UID)
-		status, err := l.publish(ctx, st, time.Time{}, false)
+		status, err := l.publish(ctx, st, time.Time{}, false, false)
 		if err != nil {
 			return nil, err
 		}
@@ -151,7 +151,7 @@ func (l *Launcher) adopt(ctx context.Context) error {
 			continue // it migrated away, or never arrived (migrate.go)
 		}
 		st := l.stateFor(m.VMI.Namespace, m.VMI.Name, m.VMI.UID)
-		status, err := l.publish(ctx, st, time.Time{}, false)
+		status, err := l.publish(ctx, st, time.Time{}, false, false)
 		if err != nil {
 			return err
 		}

@@ -15,6 +15,7 @@ import (
 // observe reads the domain called name: state and reason, live XML and
 // marks, and what the guest agent (or libvirt's DHCP leases) know.
 func (l *Launcher) observe(ctx context.Context, name string) (hostplan.Snapshot, error) {
+	l.readings.Add(1)
 	var s hostplan.Snapshot
 	err := l.read(ctx, func(c *libvirt.Connect) error {
 		s = hostplan.Snapshot{}
@@ -33,24 +34,68 @@ func (l *Launcher) observe(ctx context.Context, name string) (hostplan.Snapshot,
 		d := cur.xml
 		s.Domain, s.Marks = d, cur.marks
 		s.Obs = hostplan.Observe(d, cur.state, cur.reason)
-		if !s.Obs.State.Active() || s.Obs.State == domain.StatePaused {
-			return nil
-		}
-		if s.Obs.AgentConnected {
-			if info, err := dom.GetGuestInfo(libvirt.DOMAIN_GUEST_INFO_OS, 0); err == nil && info.OS != nil {
-				s.GuestOS = guestOS(info.OS)
-			}
-			if ifs, err := dom.ListAllInterfaceAddresses(libvirt.DOMAIN_INTERFACE_ADDRESSES_SRC_AGENT); err == nil {
-				s.Interfaces, s.InterfaceSource = guestInterfaces(ifs), "guest-agent"
-			}
-		} else if hostplan.HasNetworkInterface(d) {
-			if ifs, err := dom.ListAllInterfaceAddresses(libvirt.DOMAIN_INTERFACE_ADDRESSES_SRC_LEASE); err == nil {
-				s.Interfaces, s.InterfaceSource = guestInterfaces(ifs), "libvirt"
-			}
-		}
+		guestFacts(dom, &s)
 		return nil
 	})
 	return s, err
+}
+
+// observeAgain is observe of the domain called name when libvirt's events
+// prove that its state, live XML and marks are still those of last, the
+// snapshot of its last reading: they are taken from last, and only what
+// no event announces is read again, the guest agent's facts (or the
+// leases' addresses) of a guest that runs. A paused or shut-off domain
+// costs no libvirt call.
+func (l *Launcher) observeAgain(ctx context.Context, name string, last hostplan.Snapshot) (hostplan.Snapshot, error) {
+	s := hostplan.Snapshot{Obs: last.Obs, Domain: last.Domain, Marks: last.Marks}
+	if !hasGuestFacts(s) {
+		return s, nil
+	}
+	err := l.read(ctx, func(c *libvirt.Connect) error {
+		s.Interfaces, s.InterfaceSource, s.GuestOS = nil, "", nil
+		dom, err := c.LookupDomainByName(name)
+		if isNoDomain(err) {
+			return nil // gone: its event follows, and the next reading says so
+		}
+		if err != nil {
+			return wrapErr(err, "look up domain %s", name)
+		}
+		defer dom.Free()
+		guestFacts(dom, &s)
+		return nil
+	})
+	return s, err
+}
+
+// hasGuestFacts tells whether the domain of s has facts to read beyond its
+// state and XML: a guest that runs (not paused) with a guest agent
+// connected, or with a network interface whose addresses libvirt's leases
+// may know.
+func hasGuestFacts(s hostplan.Snapshot) bool {
+	if !s.Obs.State.Active() || s.Obs.State == domain.StatePaused {
+		return false
+	}
+	return s.Obs.AgentConnected || hostplan.HasNetworkInterface(s.Domain)
+}
+
+// guestFacts reads into s what the guest agent, or libvirt's DHCP leases,
+// know of the running guest of dom (s's domain).
+func guestFacts(dom *libvirt.Domain, s *hostplan.Snapshot) {
+	if !hasGuestFacts(*s) {
+		return
+	}
+	if s.Obs.AgentConnected {
+		if info, err := dom.GetGuestInfo(libvirt.DOMAIN_GUEST_INFO_OS, 0); err == nil && info.OS != nil {
+			s.GuestOS = guestOS(info.OS)
+		}
+		if ifs, err := dom.ListAllInterfaceAddresses(libvirt.DOMAIN_INTERFACE_ADDRESSES_SRC_AGENT); err == nil {
+			s.Interfaces, s.InterfaceSource = guestInterfaces(ifs), "guest-agent"
+		}
+		return
+	}
+	if ifs, err := dom.ListAllInterfaceAddresses(libvirt.DOMAIN_INTERFACE_ADDRESSES_SRC_LEASE); err == nil {
+		s.Interfaces, s.InterfaceSource = guestInterfaces(ifs), "libvirt"
+	}
 }
 
 // guestOS is what libvirt's guest agent says of the guest's OS, as KubeVirt
@@ -98,7 +143,7 @@ func (st *vmiState) event(libvirtEvent time.Time) Event {
 // records how the VMI ended in its marks the first time it sees it. A
 // failure is logged: the next event or call reads again.
 func (l *Launcher) refresh(ctx context.Context, st *vmiState, libvirtEvent time.Time) {
-	if _, err := l.publish(ctx, st, libvirtEvent, true); err != nil {
+	if _, err := l.publish(ctx, st, libvirtEvent, true, false); err != nil {
 		l.log.Debug("status refresh failed", "vmi", st.key(), "err", err)
 	}
 }
@@ -106,14 +151,17 @@ func (l *Launcher) refresh(ctx context.Context, st *vmiState, libvirtEvent time.
 // publish reads st's domain and publishes its status when it changed.
 // holdsLock says whether the caller holds st's lock; without it, how the
 // VMI ended is recorded only when the lock is free (the next reading
-// records it otherwise).
+// records it otherwise). reuse lets it take the domain's state, XML and
+// marks from the last reading when libvirt's events prove them current
+// (the same connection, no event of the domain since: observeAgain); a
+// caller that may have changed the domain itself (refresh) reads it all.
 //
 // An incoming migration's domain that goes or shuts off before the guest
 // arrived (the migration failed; libvirt destroyed it) is no end of the
 // VMI: the launcher forgets the VMI (Watch reports it deleted) rather than
 // publish a final phase, which would stick to the VMI once it does arrive.
-func (l *Launcher) publish(ctx context.Context, st *vmiState, libvirtEvent time.Time, holdsLock bool) (v1.VirtualMachineInstanceStatus, error) {
-	status, neverArrived, err := l.publishLocked(ctx, st, libvirtEvent, holdsLock)
+func (l *Launcher) publish(ctx context.Context, st *vmiState, libvirtEvent time.Time, holdsLock, reuse bool) (v1.VirtualMachineInstanceStatus, error) {
+	status, neverArrived, err := l.publishLocked(ctx, st, libvirtEvent, holdsLock, reuse)
 	if neverArrived {
 		l.log.Info("an incoming migration did not arrive: the VMI is not this host's", "vmi", st.key())
 		l.forget(st)
@@ -122,18 +170,25 @@ func (l *Launcher) publish(ctx context.Context, st *vmiState, libvirtEvent time.
 	return status, err
 }
 
-func (l *Launcher) publishLocked(ctx context.Context, st *vmiState, libvirtEvent time.Time, holdsLock bool) (v1.VirtualMachineInstanceStatus, bool, error) {
+func (l *Launcher) publishLocked(ctx context.Context, st *vmiState, libvirtEvent time.Time, holdsLock, reuse bool) (v1.VirtualMachineInstanceStatus, bool, error) {
 	st.mu.Lock()
 	defer st.mu.Unlock()
 	if st.deleted {
 		return st.status, false, nil
 	}
 	events, gen := st.events.Load(), l.generation()
-	s, err := l.observe(ctx, st.name)
+	var s hostplan.Snapshot
+	var err error
+	if reuse && st.published && st.last.Domain != nil && st.readGen == gen && st.readEvents == events {
+		s, err = l.observeAgain(ctx, st.name, st.last)
+	} else {
+		s, err = l.observe(ctx, st.name)
+	}
 	if err != nil {
 		return st.status, false, err
 	}
 	st.readEvents, st.readGen = events, gen
+	st.last = hostplan.Snapshot{Obs: s.Obs, Domain: s.Domain, Marks: s.Marks} // before Judge completes s
 	switch wasIncoming := st.incoming; {
 	case hostplan.Incoming(s):
 		st.incoming = true
@@ -211,7 +266,7 @@ func (l *Launcher) recordEnd(ctx context.Context, st *vmiState, end *hostplan.En
 // domain is Pending.
 func (l *Launcher) Status(ctx context.Context, vmi *v1.VirtualMachineInstance) (v1.VirtualMachineInstanceStatus, error) {
 	st := l.stateOf(vmi)
-	status, err := l.publish(ctx, st, time.Time{}, false)
+	status, err := l.publish(ctx, st, time.Time{}, false, true)
 	if err != nil {
 		return v1.VirtualMachineInstanceStatus{}, err
 	}

@@ -203,9 +203,43 @@ var ErrNoCRD = errors.New("the API server does not serve kubevirt.io/v1 VirtualM
 // when the CRD is not served (ErrNoCRD), libvirt cannot be reached, or the
 // HTTP address cannot be listened on.
 func Run(ctx context.Context, restConfig *rest.Config, cfg Config) error {
-	cfg, err := cfg.withDefaults()
+	a, err := build(ctx, restConfig, cfg)
 	if err != nil {
 		return err
+	}
+	defer a.close()
+	return a.mgr.Start(ctx)
+}
+
+// built is an agent ready to start: its manager, the reconciler of its
+// VMIs, and what closes the rest once the manager has stopped (the
+// launcher last).
+type built struct {
+	mgr     manager.Manager
+	runner  *vmiReconciler
+	closers []func()
+}
+
+// close closes what build opened, in the reverse order.
+func (a *built) close() {
+	for i := len(a.closers) - 1; i >= 0; i-- {
+		a.closers[i]()
+	}
+}
+
+// build makes everything Run starts: it checks the CRD, connects the
+// launcher, and adds the agent's controllers and servers to a manager.
+// On error it has closed what it opened.
+func build(ctx context.Context, restConfig *rest.Config, cfg Config) (_ *built, err error) {
+	a := &built{}
+	defer func() {
+		if err != nil {
+			a.close()
+		}
+	}()
+	cfg, err = cfg.withDefaults()
+	if err != nil {
+		return nil, err
 	}
 	log := cfg.Logger.With("node", cfg.Node)
 	if restConfig.QPS == 0 {
@@ -218,24 +252,24 @@ func Run(ctx context.Context, restConfig *rest.Config, cfg Config) error {
 	}
 	scheme, err := NewScheme()
 	if err != nil {
-		return err
+		return nil, err
 	}
 	mine := labels.SelectorFromSet(labels.Set{v1.NodeNameLabel: cfg.Node})
 	if err := checkCRD(ctx, restConfig, scheme, mine); err != nil {
-		return err
+		return nil, err
 	}
 
 	l, err := launcher.New(ctx, cfg.Launcher)
 	if err != nil {
-		return err
+		return nil, err
 	}
-	defer l.Close()
+	a.closers = append(a.closers, func() { _ = l.Close() })
 	if cfg.Labeller == nil {
 		cfg.Labeller = HostLabels{Facts: l.HostFacts, Static: cfg.NodeLabels}
 	}
 	direct, err := client.New(restConfig, client.Options{Scheme: scheme})
 	if err != nil {
-		return err
+		return nil, err
 	}
 	removeStale(ctx, l, direct, cfg.Node, log)
 	var streams *streamServers
@@ -244,7 +278,7 @@ func Run(ctx context.Context, restConfig *rest.Config, cfg Config) error {
 			log.Warn("nodeagent: the VMIs' console and VNC ports are served beyond loopback, unauthenticated", "address", cfg.StreamAddress)
 		}
 		streams = newStreamServers(cfg.StreamAddress, cfg.StreamOrigins, l, log)
-		defer streams.closeAll() // before the launcher closes
+		a.closers = append(a.closers, streams.closeAll) // before the launcher closes
 	}
 
 	mgr, err := ctrl.NewManager(restConfig, manager.Options{
@@ -259,55 +293,56 @@ func Run(ctx context.Context, restConfig *rest.Config, cfg Config) error {
 		}},
 	})
 	if err != nil {
-		return err
+		return nil, err
 	}
 	events, stopEvents, err := newRecorder(restConfig, scheme, cfg.Node)
 	if err != nil {
-		return err
+		return nil, err
 	}
-	defer stopEvents()
+	a.closers = append(a.closers, stopEvents)
 	metrics := newAgentMetrics(cfg.Node, mgr.GetCache())
 	unregister, err := metrics.register()
 	if err != nil {
-		return err
+		return nil, err
 	}
-	defer unregister()
+	a.closers = append(a.closers, unregister)
 
 	w := &writer{client: mgr.GetClient(), events: events, node: cfg.Node, metrics: metrics}
 	migr := &migrations{client: mgr.GetClient(), reader: mgr.GetAPIReader(), launcher: l, cfg: cfg.Launcher, node: cfg.Node, log: log,
 		bandwidth: cfg.MigrationBandwidth, running: map[types.UID]context.CancelFunc{}, left: map[types.UID]types.NamespacedName{}}
 	w.migrations = migr
-	if err := addVMIControllers(ctx, mgr, l, w, streams, cfg.Workers, log); err != nil {
-		return err
+	if a.runner, err = addVMIControllers(ctx, mgr, l, w, streams, cfg.Workers, log); err != nil {
+		return nil, err
 	}
 	nodes, err := kubernetes.NewForConfig(restConfig)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	if err := addMigrations(mgr, nodes, migr); err != nil {
-		return err
+		return nil, err
 	}
 	if cfg.Claim {
 		if err := addClaimController(mgr, restConfig, scheme, cfg, events, metrics, log); err != nil {
-			return err
+			return nil, err
 		}
 	}
 	if cfg.HTTPAddress != "off" {
 		if err := addHTTPServer(mgr, l, streams, cfg.HTTPAddress, log); err != nil {
-			return err
+			return nil, err
 		}
 	}
 	if cfg.APIAddress != "" {
 		if err := addAPIServer(mgr, restConfig, l, events, cfg, log); err != nil {
-			return err
+			return nil, err
 		}
 	}
 	if err := addHeartbeat(mgr, restConfig, l, cfg, log); err != nil {
-		return err
+		return nil, err
 	}
 	log.Info("nodeagent: starting", "selector", mine.String(), "server", restConfig.Host, "owner", l.Owner(),
 		"stateDir", cfg.Launcher.Layout.StateDir, "emulate", cfg.Launcher.Emulate, "claim", cfg.Claim, "nodeLabels", cfg.NodeLabels.String())
-	return mgr.Start(ctx)
+	a.mgr = mgr
+	return a, nil
 }
 
 // checkCRD fails at once, with the remedy, when the API server does not
@@ -332,8 +367,8 @@ func checkCRD(ctx context.Context, restConfig *rest.Config, scheme *runtime.Sche
 // the VMIs leaving the host, and statusReconciler, fed by libvirt's; plus
 // the runnables that feed them from the launcher: its Watch channel, and
 // the sweep of its domains at start. With streams, streamsReconciler too,
-// fed by both.
-func addVMIControllers(ctx context.Context, mgr manager.Manager, l *launcher.Launcher, w *writer, streams *streamServers, workers int, log *slog.Logger) error {
+// fed by both. It returns the vmiReconciler.
+func addVMIControllers(ctx context.Context, mgr manager.Manager, l *launcher.Launcher, w *writer, streams *streamServers, workers int, log *slog.Logger) (*vmiReconciler, error) {
 	view := newLauncherView()
 	toRunner, toStatus := make(chan vmiEvent, 1024), make(chan vmiEvent, 1024)
 	outs := []chan<- vmiEvent{toRunner, toStatus}
@@ -351,7 +386,7 @@ func addVMIControllers(ctx context.Context, mgr manager.Manager, l *launcher.Lau
 		})),
 	)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	enqueue := &handler.TypedEnqueueRequestForObject[*v1.VirtualMachineInstance]{}
 	// The runner needs libvirt's events only for the VMIs it takes off the
@@ -361,14 +396,15 @@ func addVMIControllers(ctx context.Context, mgr manager.Manager, l *launcher.Lau
 		err := mgr.GetCache().Get(ctx, client.ObjectKeyFromObject(ref), &vmi)
 		return err != nil || vmi.DeletionTimestamp != nil
 	})
+	runner := &vmiReconciler{writer: w, client: mgr.GetClient(), launcher: l, view: view, synced: newSyncMemo(), log: log}
 	err = ctrl.NewControllerManagedBy(mgr).
 		Named("vmi").
 		For(&v1.VirtualMachineInstance{}).
 		WatchesRawSource(source.Channel(toRunner, enqueue, source.WithPredicates[*v1.VirtualMachineInstance, reconcile.Request](leaving))).
 		WithOptions(controllerOptions(workers)).
-		Complete(&vmiReconciler{writer: w, client: mgr.GetClient(), launcher: l, view: view, synced: newSyncMemo(), log: log})
+		Complete(runner)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	err = ctrl.NewControllerManagedBy(mgr).
 		Named("vmi-status").
@@ -376,9 +412,9 @@ func addVMIControllers(ctx context.Context, mgr manager.Manager, l *launcher.Lau
 		WithOptions(controllerOptions(workers)).
 		Complete(&statusReconciler{writer: w, client: mgr.GetClient(), view: view})
 	if err != nil || streams == nil {
-		return err
+		return runner, err
 	}
-	return ctrl.NewControllerManagedBy(mgr).
+	return runner, ctrl.NewControllerManagedBy(mgr).
 		Named("vmi-streams").
 		For(&v1.VirtualMachineInstance{}).
 		WatchesRawSource(source.Channel(toStreams, enqueue)).
