@@ -119,15 +119,17 @@ func (m *migrations) leftCount() int {
 
 // incoming tells whether the VMI name, not (yet) in the node's cache, is
 // this node's after all: migrating here (its migrationState's target, not
-// completed), or just bound here. Its domain is then no orphan. False for
-// nil migrations.
+// completed), or just bound here. Its domain is then no orphan; nor while
+// the VMI cannot be read (the API server down right after a migration
+// here completed, before the source wrote it: the guest is this node's
+// then). False for nil migrations, and for a VMI that is gone.
 func (m *migrations) incoming(ctx context.Context, name types.NamespacedName) bool {
 	if m == nil {
 		return false
 	}
 	var vmi v1.VirtualMachineInstance
 	if err := m.reader.Get(ctx, name, &vmi); err != nil {
-		return false
+		return !apierrors.IsNotFound(err)
 	}
 	ms := vmi.Status.MigrationState
 	return vmi.Labels[v1.NodeNameLabel] == m.node || (ms != nil && ms.TargetNode == m.node && !ms.Completed)
@@ -191,13 +193,21 @@ func (m *migrations) Reconcile(ctx context.Context, req reconcile.Request) (reco
 		delete(m.left, vmi.UID)
 		m.mu.Unlock()
 	}
-	if ms == nil || ms.SourceNode != m.node || ms.TargetNode == "" || ms.TargetNode == m.node || ms.Completed || vmi.DeletionTimestamp != nil {
+	if ms == nil || ms.SourceNode != m.node || ms.TargetNode == "" || ms.TargetNode == m.node || ms.Completed {
 		return reconcile.Result{}, nil
 	}
 	m.mu.Lock()
 	abort := m.running[vmi.UID]
 	m.mu.Unlock()
 	switch {
+	case abort != nil && vmi.DeletionTimestamp != nil:
+		// A VMI deleted while it migrates stays here to shut down, as
+		// KubeVirt aborts the migration of a VMI being deleted.
+		m.log.Info("nodeagent: aborting the migration of a deleted VMI", "vmi", key(&vmi), "migration", ms.MigrationUID)
+		abort()
+		return reconcile.Result{}, nil
+	case vmi.DeletionTimestamp != nil:
+		return reconcile.Result{}, nil
 	case abort != nil && ms.AbortRequested:
 		// Migrate aborts when its context ends, in the target's
 		// preparation as in libvirt's job (AbortMigration only in the job).
@@ -291,8 +301,19 @@ func (m *migrations) migrate(ctx, mctx context.Context, vmi *v1.VirtualMachineIn
 	} else {
 		m.log.Info("nodeagent: migrated", "vmi", key(vmi), "to", target.Owner)
 	}
-	if werr := m.finish(ctx, vmi, state, err); werr != nil {
-		m.log.Error("nodeagent: cannot write a migration's outcome", "vmi", key(vmi), "err", werr)
+	// The outcome decides which node's the VMI is: written until it is,
+	// or until the agent stops (its successor settles the migration).
+	for wait := time.Second; ; wait = min(2*wait, 30*time.Second) {
+		werr := m.finish(ctx, vmi, state, err)
+		if werr == nil {
+			return
+		}
+		m.log.Error("nodeagent: cannot write a migration's outcome; retrying", "vmi", key(vmi), "err", werr, "in", wait)
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(wait):
+		}
 	}
 }
 
