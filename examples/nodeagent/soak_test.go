@@ -6,9 +6,11 @@ package main
 // it checks invariants over the whole history. Rerun a failure with
 // -soak.seed N (printed at the start).
 //
-// Node 0 runs on the system libvirtd with its state folder on a small
-// tmpfs of its own (which a fault fills up); node 1 runs on a libvirtd of
-// its own (hosttest.Node), which a fault restarts. Half the guests start
+// Each node runs on a libvirtd of its own (hosttest.Node), so that VMs
+// migrate between them both ways (inside a node's namespace, the system
+// libvirtd's URI would name the node's own); a fault restarts node 1's.
+// Node 0's state folder is on a small tmpfs of its own, which a fault
+// fills up. Half the guests start
 // paused, the others boot the test guest, whose report on its console
 // (appended to the state folder's serial log) says its boot ID: a VMI
 // incarnation whose log shows two boot IDs booted twice.
@@ -181,7 +183,7 @@ func TestSoak(t *testing.T) {
 	vw.cp = vw.cluster.StartControlPlane(t)
 	s := &soak{
 		vw: vw, ns: vw.namespace(t, "soak"), pool: uniqueName("pool"),
-		nodes:   []string{uniqueName("node"), fmt.Sprintf("soak-%d", os.Getpid())},
+		nodes:   []string{fmt.Sprintf("soak-%d-a", os.Getpid()), fmt.Sprintf("soak-%d-b", os.Getpid())},
 		objects: map[string]*soakObject{}, ops: map[string]int{}, opErrors: map[string]int{}, errs: map[string][]string{}, faults: map[string]int{},
 		qemuKills: map[types.UID]bool{}, ids: map[types.UID]map[int]bool{}, starts: map[types.UID]map[time.Time]bool{},
 		bootOf: map[string]types.UID{}, boots: map[types.UID][]string{}, migrated: map[types.UID]bool{},
@@ -192,10 +194,8 @@ func TestSoak(t *testing.T) {
 		t.Fatal(err)
 	}
 	s.fill = filepath.Join(disk, "fill")
-	uri1 := hosttest.Node(t, s.nodes[1])
-	s.libvirts = []*soakLibvirt{
-		{uri: "qemu:///system", pidFile: func(d string) string { return "/run/libvirt/qemu/" + d + ".pid" }},
-		{uri: uri1, pidFile: func(d string) string { return hosttest.NodeQEMUPIDFile(s.nodes[1], d) }},
+	for _, n := range s.nodes {
+		s.libvirts = append(s.libvirts, &soakLibvirt{uri: hosttest.Node(t, n), pidFile: func(d string) string { return hosttest.NodeQEMUPIDFile(n, d) }})
 	}
 	defer func() {
 		for _, l := range s.libvirts {
@@ -379,6 +379,9 @@ func (s *soak) makeClaims(t *testing.T) {
 // the other node).
 func (s *soak) migrate(o soakObject) error {
 	ctx := context.Background()
+	if busy, err := s.migrating(o.name); busy || err != nil {
+		return err // one at a time, as KubeVirt's admission asks
+	}
 	var vmi virtv1.VirtualMachineInstance
 	if err := s.vw.client.Get(ctx, types.NamespacedName{Namespace: s.ns, Name: o.name}, &vmi); err != nil {
 		return err
@@ -392,11 +395,27 @@ func (s *soak) migrate(o soakObject) error {
 	})
 }
 
+// migrating tells whether a migration of the VMI name has not ended.
+func (s *soak) migrating(name string) (bool, error) {
+	var migs virtv1.VirtualMachineInstanceMigrationList
+	if err := s.vw.client.List(context.Background(), &migs, client.InNamespace(s.ns)); err != nil {
+		return false, err
+	}
+	return slices.ContainsFunc(migs.Items, func(m virtv1.VirtualMachineInstanceMigration) bool {
+		return m.Spec.VMIName == name && m.Status.Phase != virtv1.MigrationSucceeded && m.Status.Phase != virtv1.MigrationFailed
+	}), nil
+}
+
 // hotAdd adds o's claim to its template, hot-pluggable, on a SCSI disk
 // with the claim's name as its serial, as virtctl addvolume VM does (an
 // update of the VM as read: a conflict fails it).
 func (s *soak) hotAdd(o soakObject) error {
 	ctx := context.Background()
+	if busy, err := s.migrating(o.name); busy || err != nil {
+		// Not while it migrates: the raw file would be opened by both
+		// nodes' QEMUs.
+		return errors.Join(err, errors.New("migrating"))
+	}
 	var vm virtv1.VirtualMachine
 	if err := s.vw.client.Get(ctx, types.NamespacedName{Namespace: s.ns, Name: o.name}, &vm); err != nil {
 		return err
@@ -862,24 +881,28 @@ func (s *soak) sampleDomain(d soakDomain, seen map[types.UID][]string) {
 	if d.active && !d.migrating {
 		seen[uid] = append(seen[uid], s.nodes[d.node]+"/"+d.name)
 	}
-	if d.active {
+	// A start counts once the launcher confirmed it (the Started mark not
+	// pending): a start whose QEMU died before the guest ran (libvirtd
+	// killed in the middle) is tried again, as KubeVirt's handler retries.
+	started := d.marks.Started != nil && !d.marks.Started.Pending
+	if d.active && started {
 		// Domain IDs are a daemon's own: keyed by node. A VMI that
 		// migrates runs as a domain of each node it goes to.
 		if s.ids[uid] == nil {
 			s.ids[uid] = map[int]bool{}
 		}
 		s.ids[uid][d.node<<20|d.id] = true
-		if len(s.ids[uid]) == 2 && !s.migrated[uid] {
-			s.violations = append(s.violations, fmt.Sprintf("VMI %s (UID %s) ran as two domains (node<<20|ID) %v", key, uid, keys(s.ids[uid])))
+		if len(s.ids[uid]) > 1 && !s.migrated[uid] {
+			s.violateLocked("VMI %s (UID %s) ran as %d domains (node<<20|ID)", key, uid, len(s.ids[uid]))
 		}
 	}
-	if d.marks.Started != nil {
+	if started {
 		if s.starts[uid] == nil {
 			s.starts[uid] = map[time.Time]bool{}
 		}
 		s.starts[uid][d.marks.Started.At] = true
-		if len(s.starts[uid]) == 2 {
-			s.violations = append(s.violations, fmt.Sprintf("VMI %s (UID %s) started twice: %v", key, uid, keys(s.starts[uid])))
+		if len(s.starts[uid]) > 1 {
+			s.violateLocked("VMI %s (UID %s) started %d times", key, uid, len(s.starts[uid]))
 		}
 	}
 	for _, id := range testguest.BootIDs(string(log)) {
@@ -887,29 +910,28 @@ func (s *soak) sampleDomain(d soakDomain, seen map[types.UID][]string) {
 		case !ok:
 			s.bootOf[id] = uid
 			s.boots[uid] = append(s.boots[uid], id)
-			if len(s.boots[uid]) == 2 {
-				s.violations = append(s.violations, fmt.Sprintf("VMI %s (UID %s) booted twice: boot IDs %v", key, uid, s.boots[uid]))
+			if len(s.boots[uid]) > 1 {
+				s.violateLocked("VMI %s (UID %s) booted %d times: boot IDs %v", key, uid, len(s.boots[uid]), s.boots[uid])
 			}
 		case first != uid:
-			s.violations = append(s.violations, fmt.Sprintf("the serial log of VMI %s (UID %s) shows boot %s of UID %s: a state folder outlived its VMI", key, uid, id, first))
+			s.violateLocked("the serial log of VMI %s (UID %s) shows boot %s of UID %s: a state folder outlived its VMI", key, uid, id, first)
 			s.bootOf[id] = uid
 		}
 	}
 }
 
-// violate records a violation.
+// violate records a violation, once however often it is seen.
 func (s *soak) violate(format string, args ...any) {
 	s.mu.Lock()
-	s.violations = append(s.violations, fmt.Sprintf(format, args...))
-	s.mu.Unlock()
+	defer s.mu.Unlock()
+	s.violateLocked(format, args...)
 }
 
-func keys[K comparable](m map[K]bool) []K {
-	var out []K
-	for k := range m {
-		out = append(out, k)
+// violateLocked is violate with s.mu held.
+func (s *soak) violateLocked(format string, args ...any) {
+	if v := fmt.Sprintf(format, args...); !slices.Contains(s.violations, v) {
+		s.violations = append(s.violations, v)
 	}
-	return out
 }
 
 // killQEMU kills the QEMU process of one running domain of the soak's
