@@ -318,45 +318,41 @@ func (l *Launcher) install(cs conns) {
 		}
 	}
 	l.callbacks = nil
-	if id, err := cs.mon.DomainEventLifecycleRegister(nil, func(_ *libvirt.Connect, d *libvirt.Domain, ev *libvirt.DomainEventLifecycle) {
-		l.hint(d)
-	}); err == nil {
-		l.callbacks = append(l.callbacks, id)
-	} else {
-		l.log.Error("libvirt lifecycle events not registered", "err", err)
-	}
-	if id, err := cs.mon.DomainEventAgentLifecycleRegister(nil, func(_ *libvirt.Connect, d *libvirt.Domain, ev *libvirt.DomainEventAgentLifecycle) {
-		l.hint(d)
-	}); err == nil {
-		l.callbacks = append(l.callbacks, id)
-	} else {
-		l.log.Warn("libvirt agent events not registered", "err", err)
-	}
-	// A device added or removed live changes the domain's live XML: for
-	// the steady state (steady.go) and the last reading (observeAgain),
-	// a change of the domain like the others.
-	if id, err := cs.mon.DomainEventDeviceAddedRegister(nil, func(_ *libvirt.Connect, d *libvirt.Domain, ev *libvirt.DomainEventDeviceAdded) {
-		l.hint(d)
-	}); err == nil {
-		l.callbacks = append(l.callbacks, id)
-	} else {
-		l.log.Warn("libvirt device-added events not registered", "err", err)
-	}
-	if id, err := cs.mon.DomainEventDeviceRemovedRegister(nil, func(_ *libvirt.Connect, d *libvirt.Domain, ev *libvirt.DomainEventDeviceRemoved) {
-		l.hint(d)
-	}); err == nil {
-		l.callbacks = append(l.callbacks, id)
-	} else {
-		l.log.Warn("libvirt device-removed events not registered", "err", err)
-	}
-	// A change of a domain's metadata (the marks) is a change of the
-	// domain for the steady state (steady.go).
-	if id, err := cs.mon.DomainEventMetadataChangeRegister(nil, func(_ *libvirt.Connect, d *libvirt.Domain, ev *libvirt.DomainEventMetadataChange) {
-		l.hint(d)
-	}); err == nil {
-		l.callbacks = append(l.callbacks, id)
-	} else {
-		l.log.Warn("libvirt metadata events not registered", "err", err)
+	// Every event below is a hint that the domain changed: its lifecycle,
+	// its guest agent, a device added or removed live (its live XML: for
+	// the steady state, steady.go, and the last reading, observeAgain),
+	// its metadata (the marks). Without lifecycle events the launcher
+	// cannot follow its domains: that failure is an error.
+	hint := func(_ *libvirt.Connect, d *libvirt.Domain) { l.hint(d) }
+	for _, ev := range []struct {
+		what     string
+		register func() (int, error)
+	}{
+		{"lifecycle", func() (int, error) {
+			return cs.mon.DomainEventLifecycleRegister(nil, func(c *libvirt.Connect, d *libvirt.Domain, _ *libvirt.DomainEventLifecycle) { hint(c, d) })
+		}},
+		{"agent", func() (int, error) {
+			return cs.mon.DomainEventAgentLifecycleRegister(nil, func(c *libvirt.Connect, d *libvirt.Domain, _ *libvirt.DomainEventAgentLifecycle) { hint(c, d) })
+		}},
+		{"device-added", func() (int, error) {
+			return cs.mon.DomainEventDeviceAddedRegister(nil, func(c *libvirt.Connect, d *libvirt.Domain, _ *libvirt.DomainEventDeviceAdded) { hint(c, d) })
+		}},
+		{"device-removed", func() (int, error) {
+			return cs.mon.DomainEventDeviceRemovedRegister(nil, func(c *libvirt.Connect, d *libvirt.Domain, _ *libvirt.DomainEventDeviceRemoved) { hint(c, d) })
+		}},
+		{"metadata", func() (int, error) {
+			return cs.mon.DomainEventMetadataChangeRegister(nil, func(c *libvirt.Connect, d *libvirt.Domain, _ *libvirt.DomainEventMetadataChange) { hint(c, d) })
+		}},
+	} {
+		id, err := ev.register()
+		switch {
+		case err == nil:
+			l.callbacks = append(l.callbacks, id)
+		case ev.what == "lifecycle":
+			l.log.Error("libvirt lifecycle events not registered", "err", err)
+		default:
+			l.log.Warn("libvirt "+ev.what+" events not registered", "err", err)
+		}
 	}
 	l.conns = cs
 	l.facts = nil
