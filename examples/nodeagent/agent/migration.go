@@ -206,8 +206,8 @@ func (m *migrations) Reconcile(ctx context.Context, req reconcile.Request) (reco
 		m.log.Info("nodeagent: aborting the migration of a deleted VMI", "vmi", key(&vmi), "migration", ms.MigrationUID)
 		abort()
 		return reconcile.Result{}, nil
-	case vmi.DeletionTimestamp != nil:
-		return reconcile.Result{}, nil
+	case vmi.DeletionTimestamp != nil && ms.StartTimestamp == nil:
+		return reconcile.Result{}, nil // never begun: the VMI is this node's to shut down
 	case abort != nil && ms.AbortRequested:
 		// Migrate aborts when its context ends, in the target's
 		// preparation as in libvirt's job (AbortMigration only in the job).
@@ -225,8 +225,11 @@ func (m *migrations) Reconcile(ctx context.Context, req reconcile.Request) (reco
 		}
 		m.log.Info("nodeagent: settling a migration an earlier agent began", "vmi", key(&vmi), "to", ms.TargetNode, "migration", ms.MigrationUID)
 		abort := m.start(ctx, &vmi, target, m.settle)
-		if ms.AbortRequested {
-			abort() // asked while no agent ran: the job, if it runs on, is aborted
+		if ms.AbortRequested || vmi.DeletionTimestamp != nil {
+			// Asked while no agent ran, or the VMI deleted: the job, if it
+			// runs on, is aborted. (A deleted VMI whose migration nobody
+			// settled stayed away from both nodes, Terminating for ever.)
+			abort()
 		}
 		return reconcile.Result{}, nil
 	case ms.AbortRequested:
