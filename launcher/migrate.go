@@ -476,8 +476,14 @@ func (m *migration) completed(ctx context.Context) (*v1.VirtualMachineInstanceMi
 }
 
 // leave removes the domain of a VMI that migrated away, and its state
-// folder, and forgets the VMI.
+// folder, and forgets the VMI. For this launcher the VMI is deleted: a
+// Sync of it that waited for its lock while it migrated fails with
+// ErrDeleted rather than define it here again (it had decided before the
+// migration began; the soak saw the source start the guest a second time
+// 20 ms after the migration completed, while its outcome could not be
+// written to the VMI).
 func (l *Launcher) leave(ctx context.Context, st *vmiState, folder string) error {
+	l.countDelete(st.name)
 	l.forget(st)
 	if err := l.undefine(ctx, st.name); err != nil {
 		return err
