@@ -67,6 +67,24 @@ func (l *Launcher) observeAgain(ctx context.Context, name string, last hostplan.
 	return s, err
 }
 
+// connAlive tells whether the launcher's connections are up (no libvirt
+// call: the client's own view, which its event loop keeps). A last reading
+// is proven current only then: while libvirtd is away no event would say
+// what changed, and Status fails as a reading would.
+func (l *Launcher) connAlive() bool {
+	l.connMu.RLock()
+	defer l.connMu.RUnlock()
+	for _, c := range []*libvirt.Connect{l.conns.ctl, l.conns.mon} {
+		if c == nil {
+			return false
+		}
+		if alive, err := c.IsAlive(); err != nil || !alive {
+			return false
+		}
+	}
+	return true
+}
+
 // hasGuestFacts tells whether the domain of s has facts to read beyond its
 // state and XML: a guest that runs (not paused) with a guest agent
 // connected, or with a network interface whose addresses libvirt's leases
@@ -179,7 +197,7 @@ func (l *Launcher) publishLocked(ctx context.Context, st *vmiState, libvirtEvent
 	events, gen := st.events.Load(), l.generation()
 	var s hostplan.Snapshot
 	var err error
-	if reuse && st.published && st.last.Domain != nil && st.readGen == gen && st.readEvents == events {
+	if reuse && st.published && st.last.Domain != nil && st.readGen == gen && st.readEvents == events && l.connAlive() {
 		s, err = l.observeAgain(ctx, st.name, st.last)
 	} else {
 		s, err = l.observe(ctx, st.name)
