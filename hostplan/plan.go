@@ -5,7 +5,6 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"slices"
 	"time"
 
 	"k8s.io/apimachinery/pkg/util/validation/field"
@@ -126,7 +125,7 @@ func hotpluggableDisks(v *v1.VirtualMachineInstance) []string {
 	var out []string
 	for i := range v.Spec.Volumes {
 		vol := &v.Spec.Volumes[i]
-		if convert.Hotpluggable(vol) && slices.ContainsFunc(v.Spec.Domain.Devices.Disks, func(d v1.Disk) bool { return d.Name == vol.Name }) {
+		if convert.Hotpluggable(vol) && specHasDisk(&v.Spec, vol.Name) {
 			out = append(out, vol.Name)
 		}
 	}
