@@ -3,13 +3,17 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"maps"
+	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
 
 	k8sv1 "k8s.io/api/core/v1"
 	virtv1 "kubevirt.io/api/core/v1"
+	"libvirt.org/go/libvirt"
 
 	"github.com/vmi2libvirt/vmi2libvirt/convert"
 	"github.com/vmi2libvirt/vmi2libvirt/hostcaps"
@@ -65,11 +69,26 @@ func TestE2EHostLabels(t *testing.T) {
 	}
 
 	// This host (TCG) has no KVM-only labels; the faked KVM facts give
-	// them.
-	for _, prefix := range []string{virtv1.HypervLabel, virtv1.CPUTimerLabel, virtv1.SEVLabel} {
+	// them. Its TSC labels are its capabilities' TSC counter, which
+	// libvirt lists where it can read the frequency from /dev/kvm.
+	for _, prefix := range []string{virtv1.HypervLabel, virtv1.SEVLabel} {
 		if got := withPrefix(n.Labels, prefix); len(got) > 0 {
 			t.Errorf("this TCG host's Node has %s labels %v", prefix, got)
 		}
+	}
+	frequency, scaling := systemTSCCounter(t)
+	wantTSC := map[string]string{}
+	if frequency != "" {
+		wantTSC = map[string]string{hostcaps.TSCFrequencyLabel: frequency, hostcaps.TSCScalableLabel: strconv.FormatBool(scaling == "yes")}
+	}
+	gotTSC := map[string]string{}
+	for k, v := range n.Labels {
+		if strings.HasPrefix(k, virtv1.CPUTimerLabel) {
+			gotTSC[k] = v
+		}
+	}
+	if !maps.Equal(gotTSC, wantTSC) {
+		t.Errorf("this host's Node has the TSC labels %v, want %v (its capabilities' TSC counter)", gotTSC, wantTSC)
 	}
 	for _, l := range []string{virtv1.HypervLabel + "vpindex", hostcaps.TSCFrequencyLabel, virtv1.SEVLabel} {
 		if nf.Labels[l] == "" {
@@ -132,4 +151,25 @@ func withPrefix(labels map[string]string, prefix string) []string {
 	}
 	slices.Sort(out)
 	return out
+}
+
+// systemTSCCounter is the frequency and scaling of the TSC counter that
+// the system libvirtd's capabilities list for the host CPU ("" when they
+// list none).
+func systemTSCCounter(t *testing.T) (frequency, scaling string) {
+	t.Helper()
+	conn, err := libvirt.NewConnect("qemu:///system")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	caps, err := conn.GetCapabilities()
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := regexp.MustCompile(`<counter name='tsc' frequency='([1-9][0-9]*)'(?: scaling='(yes|no)')?`).FindStringSubmatch(caps)
+	if m == nil {
+		return "", ""
+	}
+	return m[1], m[2]
 }

@@ -17,6 +17,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
@@ -35,6 +36,7 @@ import (
 	"time"
 
 	k8sv1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -77,6 +79,9 @@ type soakObject struct {
 	running bool // VMs: runStrategy Always, else Halted
 	paused  bool // its guest starts paused (startStrategy Paused)
 	disk    bool // VMs: its claim was hot-added (the template has it)
+	// restartedFrom is the UID of the VMI a restart of the VM ended: its
+	// VMI now is another ("" when never restarted).
+	restartedFrom types.UID
 	// uncertain is the kind of the last operation on it that failed as
 	// the workload saw it (it may have happened anyway); "" when none.
 	uncertain string
@@ -402,32 +407,89 @@ func (s *soak) migrating(name string) (bool, error) {
 		return false, err
 	}
 	return slices.ContainsFunc(migs.Items, func(m virtv1.VirtualMachineInstanceMigration) bool {
-		return m.Spec.VMIName == name && m.Status.Phase != virtv1.MigrationSucceeded && m.Status.Phase != virtv1.MigrationFailed
+		return m.Spec.VMIName == name && !migrationEnded(&m)
 	}), nil
+}
+
+// migrationEnded: the migration m Succeeded or Failed.
+func migrationEnded(m *virtv1.VirtualMachineInstanceMigration) bool {
+	return m.Status.Phase == virtv1.MigrationSucceeded || m.Status.Phase == virtv1.MigrationFailed
 }
 
 // hotAdd adds o's claim to its template, hot-pluggable, on a SCSI disk
 // with the claim's name as its serial, as virtctl addvolume VM does (an
 // update of the VM as read: a conflict fails it).
 func (s *soak) hotAdd(o soakObject) error {
-	ctx := context.Background()
-	if busy, err := s.migrating(o.name); busy || err != nil {
-		// Not while it migrates: the raw file would be opened by both
-		// nodes' QEMUs.
-		return errors.Join(err, errors.New("migrating"))
-	}
-	var vm virtv1.VirtualMachine
-	if err := s.vw.client.Get(ctx, types.NamespacedName{Namespace: s.ns, Name: o.name}, &vm); err != nil {
+	// Not while it migrates: the raw file would be opened by both nodes'
+	// QEMUs.
+	if busy, err := s.migrating(o.name); err != nil {
 		return err
+	} else if busy {
+		return errors.New("migrating")
 	}
 	c := soakClaim(o.name)
-	spec := &vm.Spec.Template.Spec
-	spec.Volumes = append(spec.Volumes, virtv1.Volume{Name: c, VolumeSource: virtv1.VolumeSource{
-		PersistentVolumeClaim: &virtv1.PersistentVolumeClaimVolumeSource{Hotpluggable: true,
-			PersistentVolumeClaimVolumeSource: k8sv1.PersistentVolumeClaimVolumeSource{ClaimName: c}}}})
-	spec.Domain.Devices.Disks = append(spec.Domain.Devices.Disks, virtv1.Disk{Name: c, Serial: c,
-		DiskDevice: virtv1.DiskDevice{Disk: &virtv1.DiskTarget{Bus: virtv1.DiskBusSCSI}}})
+	return s.updateTemplate(o.name, func(spec *virtv1.VirtualMachineInstanceSpec) {
+		spec.Volumes = append(spec.Volumes, virtv1.Volume{Name: c, VolumeSource: virtv1.VolumeSource{
+			PersistentVolumeClaim: &virtv1.PersistentVolumeClaimVolumeSource{Hotpluggable: true,
+				PersistentVolumeClaimVolumeSource: k8sv1.PersistentVolumeClaimVolumeSource{ClaimName: c}}}})
+		spec.Domain.Devices.Disks = append(spec.Domain.Devices.Disks, virtv1.Disk{Name: c, Serial: c,
+			DiskDevice: virtv1.DiskDevice{Disk: &virtv1.DiskTarget{Bus: virtv1.DiskBusSCSI}}})
+	})
+}
+
+// hotRemove takes o's claim out of its template, as virtctl removevolume
+// VM does: the VM controller takes it out of the running VMI's spec, the
+// agent detaches it.
+func (s *soak) hotRemove(o soakObject) error {
+	c := soakClaim(o.name)
+	return s.updateTemplate(o.name, func(spec *virtv1.VirtualMachineInstanceSpec) {
+		spec.Volumes = slices.DeleteFunc(spec.Volumes, func(v virtv1.Volume) bool { return v.Name == c })
+		spec.Domain.Devices.Disks = slices.DeleteFunc(spec.Domain.Devices.Disks, func(d virtv1.Disk) bool { return d.Name == c })
+	})
+}
+
+// updateTemplate changes the template of the VM name as change says, in
+// an update of the VM as read (a conflict fails it).
+func (s *soak) updateTemplate(name string, change func(*virtv1.VirtualMachineInstanceSpec)) error {
+	ctx := context.Background()
+	var vm virtv1.VirtualMachine
+	if err := s.vw.client.Get(ctx, types.NamespacedName{Namespace: s.ns, Name: name}, &vm); err != nil {
+		return err
+	}
+	change(&vm.Spec.Template.Spec)
 	return s.vw.client.Update(ctx, &vm)
+}
+
+// restart asks for a restart of the VM o, writing what virt-api's restart
+// subresource writes (virtctl restart): a stop request of its VMI's UID and
+// a start request, in a JSON patch of the VM's status that tests the
+// requests it read (a change underway refuses it). It returns the UID.
+func (s *soak) restart(o soakObject) (types.UID, error) {
+	ctx := context.Background()
+	key := types.NamespacedName{Namespace: s.ns, Name: o.name}
+	var vm virtv1.VirtualMachine
+	if err := s.vw.client.Get(ctx, key, &vm); err != nil {
+		return "", err
+	}
+	var vmi virtv1.VirtualMachineInstance
+	if err := s.vw.client.Get(ctx, key, &vmi); apierrors.IsNotFound(err) {
+		return "", errors.New("VM is not running") // virt-api's 409
+	} else if err != nil {
+		return "", err
+	}
+	if len(vm.Status.StateChangeRequests) > 0 {
+		return "", errors.New("a state change is underway") // virt-api's 409
+	}
+	requests := []virtv1.VirtualMachineStateChangeRequest{{Action: virtv1.StopRequest, UID: &vmi.UID}, {Action: virtv1.StartRequest}}
+	ops := []map[string]any{{"op": "test", "path": "/status/stateChangeRequests", "value": nil}, {"op": "add", "path": "/status/stateChangeRequests", "value": requests}}
+	if equality.Semantic.DeepEqual(vm.Status, virtv1.VirtualMachineStatus{}) {
+		ops = []map[string]any{{"op": "add", "path": "/status", "value": virtv1.VirtualMachineStatus{StateChangeRequests: requests}}}
+	}
+	patch, err := json.Marshal(ops)
+	if err != nil {
+		return "", err
+	}
+	return vmi.UID, s.vw.client.Status().Patch(ctx, &vm, client.RawPatch(types.JSONPatchType, patch))
 }
 
 // smallDisk mounts a tmpfs of size bytes on a folder of the test's own
@@ -493,16 +555,27 @@ func (s *soak) work(ctx context.Context, rng *rand.Rand) {
 				live = append(live, o)
 			}
 		}
-		choice := rng.IntN(10)
-		var hotAddable, migratable []soakObject
+		choice := rng.IntN(12)
+		pending := s.pendingNames()
+		var hotAddable, hotRemovable, restartable, migratable []soakObject
 		for _, o := range live {
-			// A VM's guest with a hot-added raw file is not migrated: both
-			// nodes' QEMUs would open that one file.
-			if o.vm && o.running && !o.disk {
+			if !o.vm {
+				continue
+			}
+			// A VM's guest with a hot-added raw file is not migrated (both
+			// nodes' QEMUs would open that one file), nor one whose last
+			// operation (a hot removal, say) has not converged.
+			if o.running && !o.disk && !pending[o.name] {
 				migratable = append(migratable, o)
 			}
-			if n, _ := strconv.Atoi(strings.TrimPrefix(o.name, "o")); o.vm && o.running && !o.disk && n <= soakClaims {
+			if n, _ := strconv.Atoi(strings.TrimPrefix(o.name, "o")); o.running && !o.disk && n <= soakClaims {
 				hotAddable = append(hotAddable, o)
+			}
+			if o.disk {
+				hotRemovable = append(hotRemovable, o)
+			}
+			if o.running {
+				restartable = append(restartable, o)
 			}
 		}
 		switch {
@@ -524,17 +597,34 @@ func (s *soak) work(ctx context.Context, rng *rand.Rand) {
 				return s.vw.client.Patch(context.Background(), &virtv1.VirtualMachine{ObjectMeta: metav1.ObjectMeta{Namespace: s.ns, Name: o.name}},
 					client.RawPatch(types.MergePatchType, fmt.Appendf(nil, `{"spec":{"runStrategy":%q}}`, strategyOf(o.running))))
 			})
-		case choice == 8 && len(migratable) > 0:
-			o := migratable[rng.IntN(len(migratable))]
-			s.op("migrate", &o, func() error { return s.migrate(o) })
 		case choice == 7 && len(hotAddable) > 0:
 			o := hotAddable[rng.IntN(len(hotAddable))]
 			s.op("hot-add disk", &o, func() error { o.disk = true; return s.hotAdd(o) })
+		case choice == 8 && len(migratable) > 0:
+			o := migratable[rng.IntN(len(migratable))]
+			s.op("migrate", &o, func() error { return s.migrate(o) })
+		case choice == 9 && len(restartable) > 0:
+			o := restartable[rng.IntN(len(restartable))]
+			s.op("restart VM", &o, func() (err error) { o.restartedFrom, err = s.restart(o); return err })
+		case choice == 10 && len(hotRemovable) > 0:
+			o := hotRemovable[rng.IntN(len(hotRemovable))]
+			s.op("hot-remove disk", &o, func() error { o.disk = false; return s.hotRemove(o) })
 		case len(live) > 0:
 			o := live[rng.IntN(len(live))]
 			s.op(map[bool]string{true: "delete VM", false: "delete VMI"}[o.vm], &o, func() error { o.exists = false; return s.delete(o) })
 		}
 	}
+}
+
+// pendingNames are the objects with an operation not converged.
+func (s *soak) pendingNames() map[string]bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := map[string]bool{}
+	for _, p := range s.pending {
+		out[p.name] = true
+	}
+	return out
 }
 
 func strategyOf(running bool) virtv1.VirtualMachineRunStrategy {
@@ -547,14 +637,18 @@ func strategyOf(running bool) virtv1.VirtualMachineRunStrategy {
 // op runs do; on success it records the object's new intent and waits
 // for its convergence. A failed operation leaves the intent as it was
 // (its effect may still be there: the object's truth is then uncertain,
-// which the soak resolves by reading what the API server holds).
+// and stays so through later operations, until the soak resolves it by
+// reading what the API server holds).
 func (s *soak) op(kind string, o *soakObject, do func() error) {
 	err := do()
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if err != nil {
 		s.opErrors[kind]++
-		k := kind + map[bool]string{true: " VM", false: " VMI"}[o.vm]
+		k := kind // of which object, unless it says
+		if !strings.HasSuffix(k, " VM") && !strings.HasSuffix(k, " VMI") {
+			k += map[bool]string{true: " VM", false: " VMI"}[o.vm]
+		}
 		if e := err.Error(); len(s.errs[k]) < 3 && !slices.Contains(s.errs[k], e) {
 			s.errs[k] = append(s.errs[k], e)
 		}
@@ -574,7 +668,6 @@ func (s *soak) op(kind string, o *soakObject, do func() error) {
 	if kind == "create" && !o.paused {
 		s.ops["create (guest booting)"]++
 	}
-	o.uncertain = ""
 	s.objects[o.name] = o
 	// A newer operation on the object supersedes the older's wait.
 	s.pending = slices.DeleteFunc(s.pending, func(p soakPending) bool { return p.name == o.name })
@@ -663,8 +756,11 @@ func (s *soak) truth(o soakObject) string {
 			// printableStatus Paused when its guest starts paused, from its VMI.
 			return fmt.Sprintf("VM %s started (paused %t): %s; VMI %s", o.name, o.paused, describeVM(&vm), describe(vmiOrNil(hasVMI, &vmi)))
 		}
-		if d := s.vmiTruth(&vmi, false); d != "" || !o.disk {
+		if d := s.vmiTruth(&vmi, false); d != "" {
 			return d
+		}
+		if o.restartedFrom != "" && vmi.UID == o.restartedFrom {
+			return fmt.Sprintf("VM %s restarted, its VMI is still UID %s: %s", o.name, vmi.UID, describe(&vmi))
 		}
 		return s.diskTruth(o, &vmi)
 	}
@@ -713,34 +809,47 @@ func (s *soak) vmiTruth(vmi *virtv1.VirtualMachineInstance, killed bool) string 
 	return ""
 }
 
-// diskTruth: the VM o's hot-added claim is in its running VMI's spec and
-// volume status (Ready) and attached to its domain.
+// diskTruth: the VM o's claim, hot-added, is in its running VMI's spec
+// and volume status (Ready) and attached to its domain; never added or
+// removed again, it is in none of them.
 func (s *soak) diskTruth(o soakObject, vmi *virtv1.VirtualMachineInstance) string {
 	c := soakClaim(o.name)
 	inSpec := slices.ContainsFunc(vmi.Spec.Volumes, func(v virtv1.Volume) bool { return v.Name == c })
-	ready := slices.ContainsFunc(vmi.Status.VolumeStatus, func(v virtv1.VolumeStatus) bool { return v.Name == c && v.Phase == virtv1.VolumeReady })
+	i := slices.IndexFunc(vmi.Status.VolumeStatus, func(v virtv1.VolumeStatus) bool { return v.Name == c })
 	attached := false
-	for _, l := range s.libvirts {
-		_ = l.do(func(conn *libvirt.Connect) error {
-			dom, err := conn.LookupDomainByName(domainName(s.ns, o.name))
-			if err != nil {
-				return err
-			}
-			defer dom.Free()
-			x, err := dom.GetXMLDesc(0)
-			attached = attached || err == nil && strings.Contains(x, "'"+s.claimFile(o.name)+"'")
-			return err
-		})
+	s.onDomain(o.name, func(dom *libvirt.Domain) error {
+		x, err := dom.GetXMLDesc(0)
+		attached = err == nil && strings.Contains(x, "'"+s.claimFile(o.name)+"'")
+		return err
+	})
+	if o.disk == inSpec && o.disk == attached && (o.disk && i >= 0 && vmi.Status.VolumeStatus[i].Phase == virtv1.VolumeReady || !o.disk && i < 0) {
+		return ""
 	}
-	if !inSpec || !ready || !attached {
-		return fmt.Sprintf("VM %s: its hot-added claim %s in the VMI's spec %t, Ready %t, attached to its domain %t; volume status %+v", o.name, c, inSpec, ready, attached, vmi.Status.VolumeStatus)
-	}
-	return ""
+	return fmt.Sprintf("VM %s: its claim %s hot-added %t: in the VMI's spec %t, attached to its domain %t; volume status %+v", o.name, c, o.disk, inSpec, attached, vmi.Status.VolumeStatus)
 }
 
 // domainOf is world.domain without t (the soak's goroutines must not fail
 // the test), on each node's libvirt: the first that has the domain.
 func (s *soak) domainOf(name string) (exists bool, id int, owner string) {
+	exists = s.onDomain(name, func(dom *libvirt.Domain) error {
+		id = -1
+		if n, err := dom.GetID(); err == nil {
+			id = int(n)
+		}
+		if m := marksOfDomain(dom); m != nil {
+			owner = m.Owner
+		}
+		return nil
+	})
+	if !exists {
+		return false, -1, ""
+	}
+	return exists, id, owner
+}
+
+// onDomain calls f with the domain of the VMI name on the first node's
+// libvirt that has it; false when none has it (or f failed on each).
+func (s *soak) onDomain(name string, f func(*libvirt.Domain) error) bool {
 	for _, l := range s.libvirts {
 		err := l.do(func(c *libvirt.Connect) error {
 			dom, err := c.LookupDomainByName(domainName(s.ns, name))
@@ -748,20 +857,13 @@ func (s *soak) domainOf(name string) (exists bool, id int, owner string) {
 				return err
 			}
 			defer dom.Free()
-			exists, id = true, -1
-			if n, err := dom.GetID(); err == nil {
-				id = int(n)
-			}
-			if m := marksOfDomain(dom); m != nil {
-				owner = m.Owner
-			}
-			return nil
+			return f(dom)
 		})
 		if err == nil {
-			return exists, id, owner
+			return true
 		}
 	}
-	return false, -1, ""
+	return false
 }
 
 // soakDomain is one domain of a node's libvirt with the soak's marks.
@@ -1015,7 +1117,7 @@ func (s *soak) divergences(t *testing.T) []string {
 		return append(out, fmt.Sprintf("list migrations: %v", err))
 	}
 	for _, m := range migs.Items {
-		if m.Status.Phase != virtv1.MigrationSucceeded && m.Status.Phase != virtv1.MigrationFailed {
+		if !migrationEnded(&m) {
 			out = append(out, fmt.Sprintf("migration %s of %s not ended: %s", m.Name, m.Spec.VMIName, m.Status.Phase))
 		}
 	}
