@@ -242,7 +242,7 @@ func TestSoak(t *testing.T) {
 		// Each kind once per round, in an order of the seed: a short run
 		// still injects all of them.
 		if len(round) == 0 {
-			round = frng.Perm(8)
+			round = frng.Perm(9)
 		}
 		k := round[0]
 		round = round[1:]
@@ -292,6 +292,20 @@ func TestSoak(t *testing.T) {
 			time.Sleep(time.Duration(5000+frng.IntN(10000)) * time.Millisecond)
 			s.registry.stop(false)
 			s.count("registry not answering")
+		case 8:
+			// Both agents at once, while a migration between them runs
+			// when one can be made: the migration is settled by their
+			// successors.
+			during := s.migrateNow()
+			for i := range agents {
+				agents[i].stop(t, os.Kill)
+				pastOutput = append(pastOutput, agents[i].output())
+			}
+			time.Sleep(time.Duration(frng.IntN(6000)) * time.Millisecond)
+			for i := range agents {
+				agents[i] = s.startAgent(t, i)
+			}
+			s.count(map[bool]string{true: "both agents SIGKILL, migrating", false: "both agents SIGKILL"}[during])
 		}
 	}
 	stopWork()
@@ -398,6 +412,32 @@ func (s *soak) migrate(o soakObject) error {
 		ObjectMeta: metav1.ObjectMeta{Namespace: s.ns, GenerateName: o.name + "-"},
 		Spec:       virtv1.VirtualMachineInstanceMigrationSpec{VMIName: o.name},
 	})
+}
+
+// migrateNow asks for a migration of a running VM whose last operation
+// converged (the first by name) and waits up to 20 s until its source
+// reports the migration begun; true then.
+func (s *soak) migrateNow() bool {
+	pending := s.pendingNames()
+	for _, o := range s.objectsCopy() {
+		if !o.vm || !o.exists || !o.running || o.disk || pending[o.name] {
+			continue
+		}
+		if s.migrate(o) != nil {
+			return false
+		}
+		for end := time.Now().Add(20 * time.Second); time.Now().Before(end); time.Sleep(100 * time.Millisecond) {
+			var vmi virtv1.VirtualMachineInstance
+			if err := s.vw.client.Get(context.Background(), types.NamespacedName{Namespace: s.ns, Name: o.name}, &vmi); err != nil {
+				continue
+			}
+			if m := vmi.Status.MigrationState; m != nil && m.StartTimestamp != nil && m.EndTimestamp == nil {
+				return true
+			}
+		}
+		return false
+	}
+	return false
 }
 
 // migrating tells whether a migration of the VMI name has not ended.
