@@ -330,10 +330,18 @@ func TestSoak(t *testing.T) {
 	var migs virtv1.VirtualMachineInstanceMigrationList
 	if err := vw.client.List(context.Background(), &migs, client.InNamespace(s.ns)); err == nil {
 		phases := map[virtv1.VirtualMachineInstanceMigrationPhase]int{}
+		reasons := map[string]int{} // of the failed ones
 		for _, m := range migs.Items {
 			phases[m.Status.Phase]++
+			if m.Status.Phase == virtv1.MigrationFailed {
+				reason := "no migration state: failed before it began"
+				if ms := m.Status.MigrationState; ms != nil {
+					reason = ms.FailureReason
+				}
+				reasons[reason]++
+			}
 		}
-		t.Logf("soak: migrations by phase %v", phases)
+		t.Logf("soak: migrations by phase %v; the failed ones' reasons %q", phases, reasons)
 	}
 	// What the faults did to the agents, as they said it.
 	all := strings.Join(append(pastOutput, agents[0].output(), agents[1].output()), "\n")
