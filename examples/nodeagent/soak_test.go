@@ -10,7 +10,8 @@ package main
 // migrate between them both ways (inside a node's namespace, the system
 // libvirtd's URI would name the node's own); a fault restarts node 1's.
 // Node 0's state folder is on a small tmpfs of its own, which a fault
-// fills up. Half the guests start
+// fills up; each agent reaches the API server through a loopback proxy
+// of its own (soakLink), which a fault partitions. Half the guests start
 // paused, the others boot the test guest, whose report on its console
 // (appended to the state folder's serial log) says its boot ID: a VMI
 // incarnation whose log shows two boot IDs booted twice.
@@ -109,6 +110,8 @@ type soak struct {
 	fill string
 	// registry serves the guests' kernel-boot images.
 	registry *soakRegistry
+	// links are the nodes' agents' paths to the API server.
+	links []*soakLink
 	// claims are the agents' -volume-claims; claimFile names a VM's.
 	claims    string
 	claimFile func(vm string) string
@@ -209,6 +212,9 @@ func TestSoak(t *testing.T) {
 	}()
 	s.makeClaims(t)
 	s.registry = newSoakRegistry(t)
+	for range s.nodes {
+		s.links = append(s.links, newSoakLink(t, vw.cluster.Kubeconfig))
+	}
 	agents := []*agentProcess{s.startAgent(t, 0), s.startAgent(t, 1)}
 
 	ctx, stop := context.WithCancel(context.Background())
@@ -238,11 +244,11 @@ func TestSoak(t *testing.T) {
 	var pastOutput []string // of the agents killed
 	fills := 0
 	for time.Now().Before(end) {
-		time.Sleep(time.Duration(3+frng.IntN(6)) * time.Second)
+		time.Sleep(time.Duration(2000+frng.IntN(4000)) * time.Millisecond)
 		// Each kind once per round, in an order of the seed: a short run
 		// still injects all of them.
 		if len(round) == 0 {
-			round = frng.Perm(9)
+			round = frng.Perm(10)
 		}
 		k := round[0]
 		round = round[1:]
@@ -306,6 +312,14 @@ func TestSoak(t *testing.T) {
 				agents[i] = s.startAgent(t, i)
 			}
 			s.count(map[bool]string{true: "both agents SIGKILL, migrating", false: "both agents SIGKILL"}[during])
+		case 9:
+			// A node cut off from the API server for 5–50 s: long enough,
+			// at times, for client-go to give its connections up.
+			i := frng.IntN(2)
+			s.links[i].cut(true)
+			time.Sleep(time.Duration(5000+frng.IntN(45000)) * time.Millisecond)
+			s.links[i].cut(false)
+			s.count("node partitioned from the API server")
 		}
 	}
 	stopWork()
@@ -334,19 +348,21 @@ func TestSoak(t *testing.T) {
 		for _, m := range migs.Items {
 			phases[m.Status.Phase]++
 			if m.Status.Phase == virtv1.MigrationFailed {
-				reason := "no migration state: failed before it began"
-				if ms := m.Status.MigrationState; ms != nil {
+				// The control plane fails a migration without a reason
+				// when its VMI is deleted or ends, or migrates otherwise.
+				reason := "(no failureReason)"
+				if ms := m.Status.MigrationState; ms != nil && ms.FailureReason != "" {
 					reason = ms.FailureReason
 				}
 				reasons[reason]++
 			}
 		}
-		t.Logf("soak: migrations by phase %v; the failed ones' reasons %q", phases, reasons)
+		t.Logf("soak: migrations by phase %v; the failed ones' reasons %v", phases, reasons)
 	}
 	// What the faults did to the agents, as they said it.
 	all := strings.Join(append(pastOutput, agents[0].output(), agents[1].output()), "\n")
-	t.Logf("soak: the agents said %d times that the libvirt connection was lost, %d times that a disk was full; the registry left %d requests unanswered",
-		strings.Count(all, "libvirt connection lost"), strings.Count(all, "no space left on device"), s.registry.unanswered.Load())
+	t.Logf("soak: the agents said %d times that the libvirt connection was lost, %d times that a disk was full; the registry left %d requests unanswered; partitions held up %d connections and transfers",
+		strings.Count(all, "libvirt connection lost"), strings.Count(all, "no space left on device"), s.registry.unanswered.Load(), s.links[0].held.Load()+s.links[1].held.Load())
 	// The processes' output first and the verdict last: a log cut to its
 	// tail (as CI's is) still shows why the soak failed.
 	if len(s.violations) > 0 || len(last) > 0 {
@@ -375,7 +391,7 @@ func TestSoak(t *testing.T) {
 
 // startAgent starts the agent of node i, claiming VMs of the soak's pool.
 func (s *soak) startAgent(t *testing.T, i int) *agentProcess {
-	return s.vw.startNode(t, s.nodes[i], s.dirs[i], "-claim", "-node-labels", "example.com/pool="+s.pool, "-heartbeat-interval", "1s",
+	return s.vw.startNode(t, s.nodes[i], s.dirs[i], "-kubeconfig", s.links[i].kubeconfig, "-claim", "-node-labels", "example.com/pool="+s.pool, "-heartbeat-interval", "1s",
 		"-libvirt-uri", s.libvirts[i].uri, "-volume-claims", s.claims)
 }
 
