@@ -313,11 +313,14 @@ func TestSoak(t *testing.T) {
 			}
 			s.count(map[bool]string{true: "both agents SIGKILL, migrating", false: "both agents SIGKILL"}[during])
 		case 9:
-			// A node cut off from the API server for 5–50 s: long enough,
-			// at times, for client-go to give its connections up.
+			// A node cut off from the API server for 5–50 s (at most a
+			// sixth of the run, so that a short one injects every kind):
+			// long enough, at times, for client-go to give its
+			// connections up.
 			i := frng.IntN(2)
+			span := max(0, min(45*time.Second, *soakDuration/6-5*time.Second))
 			s.links[i].cut(true)
-			time.Sleep(time.Duration(5000+frng.IntN(45000)) * time.Millisecond)
+			time.Sleep(5*time.Second + time.Duration(frng.IntN(45000))*span/45000)
 			s.links[i].cut(false)
 			s.count("node partitioned from the API server")
 		}
