@@ -660,10 +660,7 @@ func (s *soak) work(ctx context.Context, rng *rand.Rand) {
 				continue
 			}
 			o.running = !o.running
-			s.op(map[bool]string{true: "start VM", false: "stop VM"}[o.running], &o, func() error {
-				return s.vw.client.Patch(context.Background(), &virtv1.VirtualMachine{ObjectMeta: metav1.ObjectMeta{Namespace: s.ns, Name: o.name}},
-					client.RawPatch(types.MergePatchType, fmt.Appendf(nil, `{"spec":{"runStrategy":%q}}`, strategyOf(o.running))))
-			})
+			s.op(map[bool]string{true: "start VM", false: "stop VM"}[o.running], &o, func() error { return s.setRunning(o) })
 		case choice == 7 && len(hotAddable) > 0:
 			o := hotAddable[rng.IntN(len(hotAddable))]
 			s.op("hot-add disk", &o, func() error { o.disk = true; return s.hotAdd(o) })
@@ -692,6 +689,26 @@ func (s *soak) pendingNames() map[string]bool {
 		out[p.name] = true
 	}
 	return out
+}
+
+// setRunning writes the VM o's run strategy (Always or Halted), as
+// virtctl start and stop do for a VM that runs Always or is Halted; not
+// while a restart's requests wait: KubeVirt's VM controller turns the
+// start request of a Halted VM without VMI into runStrategy Always (a
+// paused start's, virtctl start --paused), so a stop written before the
+// restart's start was taken up is undone — in KubeVirt as here.
+func (s *soak) setRunning(o soakObject) error {
+	ctx := context.Background()
+	var vm virtv1.VirtualMachine
+	if err := s.vw.client.Get(ctx, types.NamespacedName{Namespace: s.ns, Name: o.name}, &vm); err != nil {
+		return err
+	}
+	if len(vm.Status.StateChangeRequests) > 0 {
+		return errors.New("a restart is underway")
+	}
+	// Only the workload writes requests, one operation at a time: none
+	// can arrive before the patch.
+	return s.vw.client.Patch(ctx, &vm, client.RawPatch(types.MergePatchType, fmt.Appendf(nil, `{"spec":{"runStrategy":%q}}`, strategyOf(o.running))))
 }
 
 func strategyOf(running bool) virtv1.VirtualMachineRunStrategy {
