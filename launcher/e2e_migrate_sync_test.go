@@ -3,8 +3,6 @@ package launcher_test
 import (
 	"context"
 	"errors"
-	"fmt"
-	"os"
 	"strings"
 	"testing"
 	"time"
@@ -20,15 +18,10 @@ import (
 // 20 ms after the migration completed: its agent's Sync had been decided
 // before the migration began.)
 func TestE2EMigrateSyncWaiting(t *testing.T) {
-	a := newMigrationNode(t, fmt.Sprintf("m%dwa", os.Getpid()), "")
-	b := newMigrationNode(t, fmt.Sprintf("m%dwb", os.Getpid()), "")
+	vmi := migrationVMI(t, "waiting", "")
+	a, b := migrationPair(t, "y", "", vmi)
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
-	vmi := migrationVMI(t, "waiting", "")
-	if err := a.l.Sync(ctx, vmi); err != nil {
-		t.Fatalf("Sync on the source: %v", err)
-	}
-	t.Cleanup(func() { _ = a.l.Delete(context.Background(), vmi); _ = b.l.Delete(context.Background(), vmi) })
 	attachShell(t, a.l, vmi).waitBoot()
 
 	synced := make(chan error, 1)

@@ -63,6 +63,23 @@ func (n *migrationNode) open(t *testing.T) {
 	n.l = l
 }
 
+// migrationPair starts the two nodes of one migration test, m<pid><tag>a
+// and m<pid><tag>b (tag: a letter of the test's own), and runs vmi on a,
+// its guest booted; at the end of the test it is deleted from both. With
+// hostDisks, the nodes share that folder for hostDisk volumes.
+func migrationPair(t *testing.T, tag, hostDisks string, vmi *v1.VirtualMachineInstance) (a, b *migrationNode) {
+	t.Helper()
+	a = newMigrationNode(t, fmt.Sprintf("m%d%sa", os.Getpid(), tag), hostDisks)
+	b = newMigrationNode(t, fmt.Sprintf("m%d%sb", os.Getpid(), tag), hostDisks)
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	if err := a.l.Sync(ctx, vmi); err != nil {
+		t.Fatalf("Sync on the source: %v", err)
+	}
+	t.Cleanup(func() { _ = a.l.Delete(context.Background(), vmi); _ = b.l.Delete(context.Background(), vmi) })
+	return a, b
+}
+
 // migrationVMI is a 256 MiB test guest with a 16 MiB disk, waiting with a
 // shell on its console: an empty disk (in the state folder), or with
 // hostDisk set a hostDisk volume of that path.
@@ -105,9 +122,9 @@ func TestE2EMigrate(t *testing.T) {
 				dir = hosttest.Dir(t, testRoot, "shared-")
 				disk = dir + "/scratch.img"
 			}
-			a := newMigrationNode(t, fmt.Sprintf("m%d%sa", os.Getpid(), name[:1]), dir)
-			b := newMigrationNode(t, fmt.Sprintf("m%d%sb", os.Getpid(), name[:1]), dir)
-			testMigrate(t, a, b, migrationVMI(t, "mig"+name[:1], disk))
+			vmi := migrationVMI(t, "mig"+name[:1], disk)
+			a, b := migrationPair(t, name[:1], dir, vmi)
+			testMigrate(t, a, b, vmi)
 		})
 	}
 }
@@ -115,13 +132,6 @@ func TestE2EMigrate(t *testing.T) {
 func testMigrate(t *testing.T, a, b *migrationNode, vmi *v1.VirtualMachineInstance) {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
-	if err := a.l.Sync(ctx, vmi); err != nil {
-		t.Fatalf("Sync on the source: %v", err)
-	}
-	t.Cleanup(func() {
-		_ = a.l.Delete(context.Background(), vmi)
-		_ = b.l.Delete(context.Background(), vmi)
-	})
 	sh := attachShell(t, a.l, vmi)
 	sh.waitBoot()
 	before := sh.facts()
@@ -181,15 +191,10 @@ func vmiWithNamespace(vmi *v1.VirtualMachineInstance) *v1.VirtualMachineInstance
 // leave the guest running on the source, untouched (same boot ID), the
 // status saying the migration failed, and nothing on the target.
 func TestE2EMigrateAborted(t *testing.T) {
-	a := newMigrationNode(t, fmt.Sprintf("m%dxa", os.Getpid()), "")
-	b := newMigrationNode(t, fmt.Sprintf("m%dxb", os.Getpid()), "")
+	vmi := migrationVMI(t, "abort", "")
+	a, b := migrationPair(t, "x", "", vmi)
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
-	vmi := migrationVMI(t, "abort", "")
-	if err := a.l.Sync(ctx, vmi); err != nil {
-		t.Fatalf("Sync on the source: %v", err)
-	}
-	t.Cleanup(func() { _ = a.l.Delete(context.Background(), vmi) })
 	sh := attachShell(t, a.l, vmi)
 	sh.waitBoot()
 	before := sh.facts()
@@ -266,14 +271,10 @@ func checkStayed(t *testing.T, a, b *migrationNode, vmi *v1.VirtualMachineInstan
 // marks — the source removes its migrated domain, the target records the
 // completion — and the guest runs once, on the target, unrebooted.
 func TestE2EMigrateLaunchersGone(t *testing.T) {
-	a := newMigrationNode(t, fmt.Sprintf("m%dga", os.Getpid()), "")
-	b := newMigrationNode(t, fmt.Sprintf("m%dgb", os.Getpid()), "")
+	vmi := migrationVMI(t, "gone", "")
+	a, b := migrationPair(t, "g", "", vmi)
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
-	vmi := migrationVMI(t, "gone", "")
-	if err := a.l.Sync(ctx, vmi); err != nil {
-		t.Fatalf("Sync on the source: %v", err)
-	}
 	sh := attachShell(t, a.l, vmi)
 	sh.waitBoot()
 	before := sh.facts()
@@ -295,7 +296,6 @@ func TestE2EMigrateLaunchersGone(t *testing.T) {
 
 	a.open(t)
 	b.open(t)
-	t.Cleanup(func() { _ = b.l.Delete(context.Background(), vmi) })
 	if got := domains(t, a.uri); strings.Contains(got, domainName(vmi)) {
 		t.Errorf("the restarted source kept the migrated domain: %q", got)
 	}
@@ -323,15 +323,10 @@ func TestE2EMigrateLaunchersGone(t *testing.T) {
 // and kept it, a final phase being final; on Kubernetes the target's agent
 // then wrote Failed on the VMI that had just migrated.)
 func TestE2EMigrateAbortedWatcher(t *testing.T) {
-	a := newMigrationNode(t, fmt.Sprintf("m%dwa", os.Getpid()), "")
-	b := newMigrationNode(t, fmt.Sprintf("m%dwb", os.Getpid()), "")
+	vmi := migrationVMI(t, "watched", "")
+	a, b := migrationPair(t, "w", "", vmi)
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
-	vmi := migrationVMI(t, "watched", "")
-	if err := a.l.Sync(ctx, vmi); err != nil {
-		t.Fatalf("Sync on the source: %v", err)
-	}
-	t.Cleanup(func() { _ = a.l.Delete(context.Background(), vmi); _ = b.l.Delete(context.Background(), vmi) })
 	sh := attachShell(t, a.l, vmi)
 	sh.waitBoot()
 	before := sh.facts()

@@ -96,8 +96,27 @@ func newVirtctlVMWorldWith(t testing.TB, extra ...string) (*virtctlWorld, *vmWor
 // before (when not nil), whose answer are extra flags of the agent.
 func startVirtctlWorld(t testing.TB, before func(*virtctlWorld) []string) *virtctlWorld {
 	t.Helper()
-	virtctl := testcluster.Virtctl(t)
-	w := &virtctlWorld{world: newWorld(t), virtctl: virtctl, pki: t.TempDir(), node: uniqueName("node"), dir: stateDir(t), log: &syncBuffer{}}
+	w := &virtctlWorld{world: newWorld(t), node: uniqueName("node"), dir: stateDir(t)}
+	w.startSubresources(t)
+	args := []string{"-api-address", "127.0.0.1:0", "-api-certs", w.certs("nodeagent")}
+	if before != nil {
+		args = append(args, before(w)...)
+	}
+	w.agent = w.startNode(t, w.node, w.dir, args...)
+	waitCtx, waitCancel := context.WithTimeout(context.Background(), time.Minute)
+	defer waitCancel()
+	w.agent.waitFor(waitCtx, t, "node API address written to the Node")
+	return w
+}
+
+// startSubresources finds virtctl and starts the subresource API in the
+// test's process, registered as its APIService with KubeVirt's default
+// role, with the certificates of the node agents' API beside it (in
+// w.pki: nodeagent's to serve it, controlplane's to call it); the server
+// stops at the end of the test.
+func (w *virtctlWorld) startSubresources(t testing.TB) {
+	t.Helper()
+	w.virtctl, w.pki, w.log = testcluster.Virtctl(t), t.TempDir(), &syncBuffer{}
 	nodes, err := testcluster.NewCA("vmi2libvirt-nodes-ca")
 	if err != nil {
 		t.Fatal(err)
@@ -156,16 +175,6 @@ func startVirtctlWorld(t testing.TB, before func(*virtctlWorld) []string) *virtc
 	if _, stderr, err := w.cluster.Kubectl(regCtx, "apply", "-f", filepath.Join("subresources", "default-rbac.yaml")); err != nil {
 		t.Fatalf("kubectl apply KubeVirt's default role: %v\n%s", err, stderr)
 	}
-
-	args := []string{"-api-address", "127.0.0.1:0", "-api-certs", w.certs("nodeagent")}
-	if before != nil {
-		args = append(args, before(w)...)
-	}
-	w.agent = w.startNode(t, w.node, w.dir, args...)
-	waitCtx, waitCancel := context.WithTimeout(context.Background(), time.Minute)
-	defer waitCancel()
-	w.agent.waitFor(waitCtx, t, "node API address written to the Node")
-	return w
 }
 
 // certs is the certificate folder of one party.

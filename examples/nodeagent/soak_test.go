@@ -17,8 +17,8 @@ package main
 // incarnation whose log shows two boot IDs booted twice.
 
 import (
+	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
@@ -37,7 +37,6 @@ import (
 	"time"
 
 	k8sv1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -115,6 +114,9 @@ type soak struct {
 	// claims are the agents' -volume-claims; claimFile names a VM's.
 	claims    string
 	claimFile func(vm string) string
+	// virtctl is KubeVirt's virtctl with the subresource API it reaches
+	// (restarts are virtctl restart).
+	virtctl *virtctlWorld
 
 	mu        sync.Mutex
 	objects   map[string]*soakObject
@@ -212,6 +214,8 @@ func TestSoak(t *testing.T) {
 	}()
 	s.makeClaims(t)
 	s.registry = newSoakRegistry(t)
+	s.virtctl = &virtctlWorld{world: vw.world}
+	s.virtctl.startSubresources(t)
 	for range s.nodes {
 		s.links = append(s.links, newSoakLink(t, vw.cluster.Kubeconfig))
 	}
@@ -447,7 +451,7 @@ func (s *soak) migrate(o soakObject) error {
 func (s *soak) migrateNow() bool {
 	pending := s.pendingNames()
 	for _, o := range s.objectsCopy() {
-		if !o.vm || !o.exists || !o.running || o.disk || pending[o.name] {
+		if !o.migratable(pending) {
 			continue
 		}
 		if s.migrate(o) != nil {
@@ -527,36 +531,22 @@ func (s *soak) updateTemplate(name string, change func(*virtv1.VirtualMachineIns
 	return s.vw.client.Update(ctx, &vm)
 }
 
-// restart asks for a restart of the VM o, writing what virt-api's restart
-// subresource writes (virtctl restart): a stop request of its VMI's UID and
-// a start request, in a JSON patch of the VM's status that tests the
-// requests it read (a change underway refuses it). It returns the UID.
+// restart restarts the VM o with virtctl restart (virt-api's restart
+// subresource writes a stop request of its VMI's UID and a start request;
+// a VM without VMI, or with a change underway, refuses it). It returns the
+// UID of the VMI it read just before: the restart ends that one or, had it
+// just changed, a newer one.
 func (s *soak) restart(o soakObject) (types.UID, error) {
-	ctx := context.Background()
-	key := types.NamespacedName{Namespace: s.ns, Name: o.name}
-	var vm virtv1.VirtualMachine
-	if err := s.vw.client.Get(ctx, key, &vm); err != nil {
-		return "", err
-	}
 	var vmi virtv1.VirtualMachineInstance
-	if err := s.vw.client.Get(ctx, key, &vmi); apierrors.IsNotFound(err) {
-		return "", errors.New("VM is not running") // virt-api's 409
-	} else if err != nil {
+	if err := s.vw.client.Get(context.Background(), types.NamespacedName{Namespace: s.ns, Name: o.name}, &vmi); err != nil {
 		return "", err
 	}
-	if len(vm.Status.StateChangeRequests) > 0 {
-		return "", errors.New("a state change is underway") // virt-api's 409
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	if out, err := s.virtctl.command(ctx, "", "-n", s.ns, "restart", o.name).CombinedOutput(); err != nil {
+		return "", fmt.Errorf("virtctl restart: %v: %s", err, bytes.TrimSpace(out))
 	}
-	requests := []virtv1.VirtualMachineStateChangeRequest{{Action: virtv1.StopRequest, UID: &vmi.UID}, {Action: virtv1.StartRequest}}
-	ops := []map[string]any{{"op": "test", "path": "/status/stateChangeRequests", "value": nil}, {"op": "add", "path": "/status/stateChangeRequests", "value": requests}}
-	if equality.Semantic.DeepEqual(vm.Status, virtv1.VirtualMachineStatus{}) {
-		ops = []map[string]any{{"op": "add", "path": "/status", "value": virtv1.VirtualMachineStatus{StateChangeRequests: requests}}}
-	}
-	patch, err := json.Marshal(ops)
-	if err != nil {
-		return "", err
-	}
-	return vmi.UID, s.vw.client.Status().Patch(ctx, &vm, client.RawPatch(types.JSONPatchType, patch))
+	return vmi.UID, nil
 }
 
 // smallDisk mounts a tmpfs of size bytes on a folder of the test's own
@@ -629,10 +619,7 @@ func (s *soak) work(ctx context.Context, rng *rand.Rand) {
 			if !o.vm {
 				continue
 			}
-			// A VM's guest with a hot-added raw file is not migrated (both
-			// nodes' QEMUs would open that one file), nor one whose last
-			// operation (a hot removal, say) has not converged.
-			if o.running && !o.disk && !pending[o.name] {
+			if o.migratable(pending) {
 				migratable = append(migratable, o)
 			}
 			if n, _ := strconv.Atoi(strings.TrimPrefix(o.name, "o")); o.running && !o.disk && n <= soakClaims {
@@ -678,6 +665,14 @@ func (s *soak) work(ctx context.Context, rng *rand.Rand) {
 			s.op(map[bool]string{true: "delete VM", false: "delete VMI"}[o.vm], &o, func() error { o.exists = false; return s.delete(o) })
 		}
 	}
+}
+
+// migratable tells whether the workload may migrate o: a VM that exists
+// and runs, without a hot-added raw file (both nodes' QEMUs would open
+// that one file), whose last operation (a hot removal, say) converged
+// (pending: the names with an operation not converged).
+func (o soakObject) migratable(pending map[string]bool) bool {
+	return o.vm && o.exists && o.running && !o.disk && !pending[o.name]
 }
 
 // pendingNames are the objects with an operation not converged.
