@@ -5,6 +5,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 )
@@ -68,6 +69,20 @@ func RestartNodeLibvirtd(name, signal string) error {
 // /run/libvirt/qemu, seen from the host's namespace).
 func NodeQEMUPIDFile(name, domain string) string {
 	return filepath.Join(nodesDir, name, "run", "qemu", domain+".pid")
+}
+
+// NodeLibvirtdPID is the process ID of the libvirtd of the node called
+// name (started by Node), from its pid file.
+func NodeLibvirtdPID(name string) (int, error) {
+	b, err := os.ReadFile(filepath.Join(nodesDir, name, "libvirtd.pid"))
+	if err != nil {
+		return 0, err
+	}
+	pid, err := strconv.Atoi(strings.TrimSpace(string(b)))
+	if err != nil || pid <= 1 {
+		return 0, fmt.Errorf("the libvirtd pid file of node %s holds %q", name, b)
+	}
+	return pid, nil
 }
 
 // nodesDir holds the nodes' folders (.ci/node.sh's $nodes).
