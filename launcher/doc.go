@@ -105,5 +105,9 @@
 // (one for the calls that change domains, one for events and status
 // reads), with keepalive and a close callback; when they are lost it
 // reconnects with backoff, re-registers its callbacks and re-reads every
-// VMI it owns.
+// VMI it owns. A call caught by the loss (a daemon that does not answer
+// within Config.KeepAliveInterval × KeepAliveCount, say) returns
+// ErrUnavailable; whatever it had done, the next Sync or Delete finds it in
+// libvirt and goes on from there (TestE2EFrozenLibvirtd freezes a daemon
+// inside a start and inside a Delete).
 package launcher
