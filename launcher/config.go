@@ -89,9 +89,16 @@ type Config struct {
 	// Logger receives the launcher's log; nil is silent.
 	Logger *slog.Logger
 
-	// KeepAliveInterval is the libvirt keepalive interval (default 5s);
-	// KeepAliveCount the number of unanswered keepalives after which the
-	// connection counts as lost (default 3).
+	// KeepAliveInterval, when positive, turns libvirt's client keepalive
+	// on: a connection whose daemon leaves KeepAliveCount (default 3)
+	// keepalives of that interval unanswered is closed, and the launcher
+	// reconnects. Off by default, as in libvirt and KubeVirt: a daemon that
+	// does not answer makes calls wait until it does (their contexts
+	// bound the caller's wait), and one that goes away closes the socket.
+	// libvirt 9.0's client can crash the process (SIGSEGV in
+	// g_main_loop_quit) when a keepalive closes a connection while calls
+	// of several goroutines are in flight on it, which a launcher serving
+	// a node's workers makes: turn it on only with one caller at a time.
 	KeepAliveInterval time.Duration
 	KeepAliveCount    uint
 
@@ -157,10 +164,7 @@ func (cfg Config) withDefaults() Config {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
-	if cfg.KeepAliveInterval <= 0 {
-		cfg.KeepAliveInterval = 5 * time.Second
-	}
-	if cfg.KeepAliveCount == 0 {
+	if cfg.KeepAliveInterval > 0 && cfg.KeepAliveCount == 0 {
 		cfg.KeepAliveCount = 3
 	}
 	if cfg.AgentPollInterval == 0 {

@@ -103,11 +103,12 @@
 // libvirt's event loop is registered once per process, before the first
 // connection, and runs in one goroutine. The launcher keeps two connections
 // (one for the calls that change domains, one for events and status
-// reads), with keepalive and a close callback; when they are lost it
-// reconnects with backoff, re-registers its callbacks and re-reads every
-// VMI it owns. A call caught by the loss (a daemon that does not answer
-// within Config.KeepAliveInterval × KeepAliveCount, say) returns
-// ErrUnavailable; whatever it had done, the next Sync or Delete finds it in
-// libvirt and goes on from there (TestE2EFrozenLibvirtd freezes a daemon
-// inside a start and inside a Delete).
+// reads), with a close callback; when they are lost it reconnects with
+// backoff, re-registers its callbacks and re-reads every VMI it owns. A
+// call caught by the loss returns ErrUnavailable; whatever it had done, the
+// next Sync or Delete finds it in libvirt and goes on from there. A daemon
+// that does not answer for a while (a loaded machine) only makes the calls
+// wait: there is no client keepalive unless Config asks for one (see
+// Config.KeepAliveInterval for why). TestE2EFrozenLibvirtd freezes a
+// daemon inside starts and Deletes, both ways.
 package launcher

@@ -19,12 +19,12 @@ func TestConfigDefaults(t *testing.T) {
 	if c.URI != "qemu:///system" || c.Layout.StateDir != "/var/lib/vmi2libvirt/vmis" || c.Layout.ImageStore != "/var/lib/vmi2libvirt/images" {
 		t.Errorf("defaults: URI %q, StateDir %q, ImageStore %q", c.URI, c.Layout.StateDir, c.Layout.ImageStore)
 	}
-	if c.Logger == nil || c.KeepAliveInterval != 5*time.Second || c.KeepAliveCount != 3 ||
+	if c.Logger == nil || c.KeepAliveInterval != 0 || c.KeepAliveCount != 0 ||
 		c.ReconnectMin != 100*time.Millisecond || c.ReconnectMax != 5*time.Second {
 		t.Errorf("defaults: %+v", c)
 	}
-	c = Config{URI: "qemu:///session", ReconnectMin: 10 * time.Second}.withDefaults()
-	if c.URI != "qemu:///session" || c.ReconnectMax < c.ReconnectMin {
+	c = Config{URI: "qemu:///session", ReconnectMin: 10 * time.Second, KeepAliveInterval: time.Second}.withDefaults()
+	if c.URI != "qemu:///session" || c.ReconnectMax < c.ReconnectMin || c.KeepAliveCount != 3 {
 		t.Errorf("explicit values: URI %q, backoff %s..%s", c.URI, c.ReconnectMin, c.ReconnectMax)
 	}
 }

@@ -296,20 +296,19 @@ func (cs conns) close() {
 	}
 }
 
-// install makes cs the launcher's connections: keepalive and a close
-// callback on both, domain event callbacks on mon.
+// install makes cs the launcher's connections: a close callback (and
+// keepalive, when configured) on both, domain event callbacks on mon.
 func (l *Launcher) install(cs conns) {
 	l.connMu.Lock()
 	defer l.connMu.Unlock()
 	l.gen++
 	gen := l.gen
-	interval := int(l.cfg.KeepAliveInterval / time.Second)
-	if interval < 1 {
-		interval = 1
-	}
 	for _, c := range []*libvirt.Connect{cs.ctl, cs.mon} {
-		if err := c.SetKeepAlive(interval, l.cfg.KeepAliveCount); err != nil {
-			l.log.Warn("libvirt keepalive not set", "err", err)
+		if l.cfg.KeepAliveInterval > 0 {
+			interval := max(int(l.cfg.KeepAliveInterval/time.Second), 1)
+			if err := c.SetKeepAlive(interval, l.cfg.KeepAliveCount); err != nil {
+				l.log.Warn("libvirt keepalive not set", "err", err)
+			}
 		}
 		if err := c.RegisterCloseCallback(func(_ *libvirt.Connect, reason libvirt.ConnectCloseReason) {
 			l.markLost(gen)
