@@ -9,6 +9,7 @@ import (
 	v1 "kubevirt.io/api/core/v1"
 
 	"github.com/vmi2libvirt/vmi2libvirt/internal/quantity"
+	"github.com/vmi2libvirt/vmi2libvirt/internal/vcpumask"
 	"github.com/vmi2libvirt/vmi2libvirt/internal/vocab"
 )
 
@@ -169,9 +170,10 @@ func vcpus(sockets, cores, threads uint32) uint64 {
 // threads), isolateEmulatorThread, NUMA passthrough and realtime only with
 // dedicated CPUs, NUMA passthrough only with hugepages — and, as this
 // library's own limits, at most 512 vCPUs (also counting maxSockets and
-// whole CPUs asked for in resources) and CPU features named, once each
+// whole CPUs asked for in resources), CPU features named, once each
 // (libvirt refuses a feature named twice; KubeVirt's admission lets it
-// through).
+// through) and a realtime mask that KubeVirt's virt-handler reads, naming
+// only the VMI's vCPUs (validateRealtimeMask).
 func validateCPU(vmi *v1.VirtualMachineInstance) field.ErrorList {
 	var errs field.ErrorList
 	d := &vmi.Spec.Domain
@@ -252,11 +254,33 @@ func validateCPU(vmi *v1.VirtualMachineInstance) field.ErrorList {
 		if !passthrough {
 			errs = append(errs, field.Required(numaPath, "must be set when "+cpuPath.Child("realtime").String()+" is used"))
 		}
+		errs = append(errs, validateRealtimeMask(c)...)
 	}
 	if c.DedicatedCPUPlacement {
 		errs = append(errs, validateDedicatedCPUs(vmi)...)
 	}
 	return errs
+}
+
+// validateRealtimeMask holds spec.domain.cpu.realtime.mask, as this
+// library's own rule, to what KubeVirt's virt-handler reads
+// (internal/vcpumask; KubeVirt's admission does not look at the mask, and
+// its handler fails to start a VMI whose mask it cannot read) and to the
+// VMI's vCPUs (up to maxSockets'): KubeVirt's handler ignores a vCPU the
+// VMI does not have, which libvirt refuses, and a mask that names one is
+// taken for a mistake rather than dropped silently.
+func validateRealtimeMask(c *v1.CPU) field.ErrorList {
+	maskPath := cpuPath.Child("realtime", "mask")
+	mask := c.Realtime.Mask
+	m, err := vcpumask.Parse(mask)
+	if err != nil {
+		return field.ErrorList{field.Invalid(maskPath, mask, err.Error())}
+	}
+	n := vcpus(max(c.Sockets, c.MaxSockets), c.Cores, c.Threads)
+	if !m.All() && n > 0 && m.Highest() >= n {
+		return field.ErrorList{field.Invalid(maskPath, mask, fmt.Sprintf("names vCPU %d; the VMI's vCPUs are 0-%d", m.Highest(), n-1))}
+	}
+	return nil
 }
 
 // validateDedicatedCPUs applies KubeVirt's rules for dedicated CPU

@@ -15,7 +15,8 @@ import (
 // <vcpus> of a VMI with cpu.maxSockets, <cpu> with its topology,
 // mode/model and features (and a NUMA cell when guest memory is a memfd),
 // and, for dedicated CPUs, the <cputune> pinning of vCPUs and the emulator
-// thread to Options.CPUSet (the iothreads area pins the IO threads).
+// thread to Options.CPUSet (the iothreads area pins the IO threads); for
+// a realtime VMI, the vCPUs' scheduling (<vcpusched>, realtimePlan).
 func (c *converter) cpu(d *libvirtxml.Domain) error {
 	spec := c.spec.Domain.CPU
 	t := c.facts.topology
@@ -58,7 +59,13 @@ func (c *converter) cpu(d *libvirtxml.Domain) error {
 	c.cpuNUMA(cpu, t.count())
 	c.numaCells(d, cpu)
 	d.CPU = cpu
-	return c.pinCPUs(d)
+	if err := c.pinCPUs(d); err != nil {
+		return err
+	}
+	if sched := c.facts.realtime.vcpuSched(&c.text); sched != nil {
+		cpuTune(d).VCPUSched = sched
+	}
+	return nil
 }
 
 // cpuModel sets the CPU mode and model and the CPU features. A VMI without

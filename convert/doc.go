@@ -46,7 +46,6 @@
 //	spec.domain.launchSecurity.sev.policy.encryptedState
 //	                                                 SEV-ES where Options.HostFacts lists no "sev-es"
 //	spec.domain.launchSecurity.sev.attestation       KubeVirt's virt-handler serves SEV attestation; a plain host has none
-//	spec.domain.cpu.realtime                         realtime's settings on top of the host's NUMA topology are not converted
 //	spec.domain.firmware.acpi                        the tables are files inside secret volumes, which no layout names
 //	metadata.annotations[kubevirt.io/ignitiondata]   a file virt-launcher writes on its host and passes to QEMU
 //	spec.accessCredentials[*].sshPublicKey.propagationMethod.qemuGuestAgent,
@@ -62,6 +61,7 @@
 //	spec.domain.cpu.dedicatedCpuPlacement            Options.CPUSet has fewer host CPUs than the VMI pins
 //	spec.domain.cpu.numa.guestMappingPassthrough     Options.HostFacts.NUMA gives no cells, or none for a pinned CPU,
 //	                                                 or the memory is not whole hugepages, one or more per cell
+//	                                                 (a realtime VMI too: KubeVirt requires the passthrough)
 //	spec.domain.ioThreadsPolicy                      supplementalPool: Options.HostFacts lacks <driver><iothreads>
 //	spec.domain.devices.disks[*].blockSize.custom.discardGranularity
 //	                                                 Options.HostFacts lacks discard_granularity
@@ -182,6 +182,14 @@
 //   - Devices placed on the root complex skip the slots of devices with a
 //     PCI address of their own (KubeVirt's placement gives a slot twice,
 //     which libvirt refuses).
+//
+// A realtime VMI's domain has what KubeVirt's has (the PMU off, and
+// <nosharepages/> with the hugepages of its NUMA cells) and, beside it,
+// one <vcpusched> with SCHED_FIFO at priority 1 for each booted vCPU that
+// spec.domain.cpu.realtime.mask names (every one without a mask): what
+// KubeVirt's virt-handler gives those threads itself once QEMU runs,
+// libvirt gives them when it starts the vCPUs, and nothing else here
+// would (realtimePlan, realtime.go).
 //
 // # Cost
 //

@@ -42,6 +42,10 @@ type facts struct {
 	// mapping passthrough): the cpu area writes its cells and
 	// <numatune>, the memory area their hugepages.
 	numa numaPlan
+	// realtime is what spec.domain.cpu.realtime gives: the features
+	// area's PMU, the memory area's <nosharepages/>, the cpu area's
+	// <vcpusched>.
+	realtime realtimePlan
 	// iommu tells whether the guest's virtio devices reach memory through
 	// an IOMMU (iommu="on" on their drivers): an AMD SEV guest's, whose
 	// memory is encrypted (usesSEV; KubeVirt's UseLaunchSecuritySEV) —
@@ -67,6 +71,7 @@ func gatherFacts(vmi *v1.VirtualMachineInstance, opts *Options) facts {
 	f.ioThreads = planIOThreads(dom)
 	f.pins = planPins(vmi, f.topology.count(), f.ioThreads.pool, opts.CPUSet)
 	f.numa = planNUMA(vmi, opts.HostFacts.NUMA, &f.pins, f.memory)
+	f.realtime = planRealtime(vmi, f.topology.count())
 	f.iommu = usesSEV(vmi)
 	return f
 }

@@ -13,7 +13,8 @@ const defaultSpinlockRetries = 4096
 // disabled), apic, smm, the Hyper-V enlightenments (or Hyper-V
 // passthrough), kvm hidden, pvspinlock and vmport off, for a VMI with
 // spec.domain.features (the admission defaults always give it one); and
-// the kvm hint-dedicated flag for dedicated CPUs.
+// the kvm hint-dedicated flag for dedicated CPUs, with the PMU off for a
+// realtime VMI.
 //
 // apic.endOfInterrupt is left out, as KubeVirt leaves it: the APIC is a
 // bare <apic/>, and the guest gets QEMU's default, which under KVM is
@@ -65,6 +66,12 @@ func (c *converter) features(d *libvirtxml.Domain) error {
 		more.kvmDedicated.State = "on"
 		more.kvm.HintDedicated = &more.kvmDedicated
 		fl.KVM = &more.kvm
+		if c.facts.realtime.on {
+			// KubeVirt's realtime setting: the guest gets no PMU
+			// (realtimePlan).
+			more.pmu.State = "off"
+			fl.PMU = &more.pmu
+		}
 	}
 	if *fl != (libvirtxml.DomainFeatureList{}) {
 		d.Features = fl
@@ -81,6 +88,7 @@ type featureParts struct {
 	kvmHidden    libvirtxml.DomainFeatureState
 	kvmDedicated libvirtxml.DomainFeatureState
 	pvSpinlock   libvirtxml.DomainFeatureState
+	pmu          libvirtxml.DomainFeatureState
 }
 
 // hyperv returns the <hyperv> element of features.hyperv (each

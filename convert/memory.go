@@ -32,9 +32,11 @@ func (c *converter) memory(d *libvirtxml.Domain) error {
 // memoryBacking writes <memoryBacking> as KubeVirt does: hugepages when the
 // VMI asks for them (with their page size when Options.HugepageSize says so,
 // so that libvirt takes pages of that size on a host that mounts several
-// sizes, not only in a pod that mounts one), shared access when virtiofsd
-// reads guest memory (a virtiofs filesystem), and from a memfd for shared
-// memory or hugepages (unless the kubevirt.io/memfd annotation is "false").
+// sizes, not only in a pod that mounts one; for NUMA passthrough, each
+// cell's, allocated at once, and never merged for a realtime VMI), shared
+// access when virtiofsd reads guest memory (a virtiofs filesystem), and
+// from a memfd for shared memory or hugepages (unless the kubevirt.io/memfd
+// annotation is "false").
 func (c *converter) memoryBacking(d *libvirtxml.Domain) {
 	m := c.spec.Domain.Memory
 	hugepages := m != nil && m.Hugepages != nil
@@ -50,6 +52,9 @@ func (c *converter) memoryBacking(d *libvirtxml.Domain) {
 		if pages := c.facts.numa.hugepages(); pages != nil {
 			mb.MemoryHugePages.Hugepages = pages
 			mb.MemoryAllocation = &libvirtxml.DomainMemoryAllocation{Mode: "immediate"}
+			if c.facts.realtime.on {
+				mb.MemoryNosharepages = &libvirtxml.DomainMemoryNosharepages{}
+			}
 		}
 	}
 	if c.facts.sharedMemory {

@@ -51,13 +51,13 @@ var numaPassthroughPath = cpuPath.Child("numa", "guestMappingPassthrough")
 
 // planNUMA maps the host's cells into the guest for a VMI that asks for it
 // (KubeVirt's numaMapping), given the vCPUs' pins and the guest memory in
-// bytes. Without the host's topology the mapping is refused. A VMI that
-// api.Validate refuses (no dedicated CPUs, no hugepages) and a realtime VMI
-// (refused as a whole) get no plan; so does one short of host CPUs (the
-// cpu area refuses it).
+// bytes. Without the host's topology the mapping is refused (and with it
+// a realtime VMI, which KubeVirt maps so). A VMI that api.Validate refuses
+// (no dedicated CPUs, no hugepages) gets no plan; so does one short of
+// host CPUs (the cpu area refuses it).
 func planNUMA(vmi *v1.VirtualMachineInstance, host []NUMACell, pins *cpuPins, memory uint64) numaPlan {
 	dom := &vmi.Spec.Domain
-	if dom.CPU == nil || dom.CPU.NUMA == nil || dom.CPU.NUMA.GuestMappingPassthrough == nil || dom.CPU.Realtime != nil {
+	if dom.CPU == nil || dom.CPU.NUMA == nil || dom.CPU.NUMA.GuestMappingPassthrough == nil {
 		return numaPlan{}
 	}
 	if len(host) == 0 {

@@ -11,7 +11,7 @@ import (
 // KubeVirt's node agent (virt-handler: probes, the guest agent's access
 // credentials), its cluster (dynamic resource
 // allocation, utility volumes), or something the
-// converter does not set up (confidential computing but SEV, realtime's settings,
+// converter does not set up (confidential computing but SEV,
 // Ignition's -fw_cfg file, ACPI tables read from secret
 // volumes, changed block tracking, device metadata in a config drive).
 // Each refusal is in one of the two tables below, with its reason.
@@ -60,9 +60,6 @@ var refusals = []struct {
 		return ls != nil && ls.SEV != nil && ls.SEV.Attestation != nil
 	}, domainPath.Child("launchSecurity", "sev", "attestation"),
 		"SEV attestation (the launch measurement and secret injection of the sev/* subresources) is served by KubeVirt's virt-handler, which is not available"},
-	{func(vmi *v1.VirtualMachineInstance) bool {
-		return vmi.Spec.Domain.CPU != nil && vmi.Spec.Domain.CPU.Realtime != nil
-	}, cpuPath.Child("realtime"), "realtime VMIs (the host's NUMA topology passed through with realtime's scheduling and settings) are not converted"},
 	{func(vmi *v1.VirtualMachineInstance) bool {
 		return vmi.Spec.Domain.Firmware != nil && vmi.Spec.Domain.Firmware.ACPI != nil
 	}, firmwarePath.Child("acpi"), "ACPI SLIC/MSDM tables from secret volumes are not converted"},

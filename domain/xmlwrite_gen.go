@@ -520,8 +520,8 @@ func (w *xmlWriter) childrenDomainCPUTune(v *libvirtxml.DomainCPUTune) {
 	for i := range v.IOThreadPin {
 		w.elemDomainCPUTuneIOThreadPin("iothreadpin", &v.IOThreadPin[i])
 	}
-	if !(len(v.VCPUSched) == 0) {
-		w.unhandled()
+	for i := range v.VCPUSched {
+		w.elemDomainCPUTuneVCPUSched("vcpusched", &v.VCPUSched[i])
 	}
 	if !(v.EmulatorSched == nil) {
 		w.unhandled()
@@ -602,6 +602,30 @@ func (w *xmlWriter) elemDomainCPUTuneVCPUPin(name string, v *libvirtxml.DomainCP
 	w.attrsDomainCPUTuneVCPUPin(v)
 	w.startEnd()
 	w.childrenDomainCPUTuneVCPUPin(v)
+	w.end(name)
+}
+
+// attrsDomainCPUTuneVCPUSched writes the attributes of a libvirtxml.DomainCPUTuneVCPUSched.
+func (w *xmlWriter) attrsDomainCPUTuneVCPUSched(v *libvirtxml.DomainCPUTuneVCPUSched) {
+	w.attrString("vcpus", string(v.VCPUs))
+	if !(v.Scheduler == "") {
+		w.attrString("scheduler", string(v.Scheduler))
+	}
+	if v.Priority != nil {
+		w.attrInt("priority", int64(*v.Priority))
+	}
+}
+
+// childrenDomainCPUTuneVCPUSched writes the child elements and text of a libvirtxml.DomainCPUTuneVCPUSched.
+func (w *xmlWriter) childrenDomainCPUTuneVCPUSched(v *libvirtxml.DomainCPUTuneVCPUSched) {
+}
+
+// elemDomainCPUTuneVCPUSched writes a libvirtxml.DomainCPUTuneVCPUSched as the element name.
+func (w *xmlWriter) elemDomainCPUTuneVCPUSched(name string, v *libvirtxml.DomainCPUTuneVCPUSched) {
+	w.start(name)
+	w.attrsDomainCPUTuneVCPUSched(v)
+	w.startEnd()
+	w.childrenDomainCPUTuneVCPUSched(v)
 	w.end(name)
 }
 
@@ -3162,8 +3186,8 @@ func (w *xmlWriter) childrenDomainMemoryBacking(v *libvirtxml.DomainMemoryBackin
 	if v.MemoryHugePages != nil {
 		w.elemDomainMemoryHugepages("hugepages", v.MemoryHugePages)
 	}
-	if !(v.MemoryNosharepages == nil) {
-		w.unhandled()
+	if v.MemoryNosharepages != nil {
+		w.elemDomainMemoryNosharepages("nosharepages", v.MemoryNosharepages)
 	}
 	if !(v.MemoryLocked == nil) {
 		w.unhandled()
@@ -3232,6 +3256,23 @@ func (w *xmlWriter) elemDomainMemoryHugepages(name string, v *libvirtxml.DomainM
 	w.attrsDomainMemoryHugepages(v)
 	w.startEnd()
 	w.childrenDomainMemoryHugepages(v)
+	w.end(name)
+}
+
+// attrsDomainMemoryNosharepages writes the attributes of a libvirtxml.DomainMemoryNosharepages.
+func (w *xmlWriter) attrsDomainMemoryNosharepages(v *libvirtxml.DomainMemoryNosharepages) {
+}
+
+// childrenDomainMemoryNosharepages writes the child elements and text of a libvirtxml.DomainMemoryNosharepages.
+func (w *xmlWriter) childrenDomainMemoryNosharepages(v *libvirtxml.DomainMemoryNosharepages) {
+}
+
+// elemDomainMemoryNosharepages writes a libvirtxml.DomainMemoryNosharepages as the element name.
+func (w *xmlWriter) elemDomainMemoryNosharepages(name string, v *libvirtxml.DomainMemoryNosharepages) {
+	w.start(name)
+	w.attrsDomainMemoryNosharepages(v)
+	w.startEnd()
+	w.childrenDomainMemoryNosharepages(v)
 	w.end(name)
 }
 

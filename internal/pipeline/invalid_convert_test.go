@@ -38,6 +38,9 @@ var acceptedByConvert = map[string][]string{
 		"bootorder-disk-interface-duplicate", "bootorder-disks-duplicate", "bootorder-interface-2e32",
 		"bootorder-interface-zero", "decode-bootorder-2e63",
 	},
+	"what realtime needs (KubeVirt's: NUMA passthrough; this library's: a mask KubeVirt reads, naming the VMI's vCPUs) is api's rule: the converter gives realtime's settings where they apply, <vcpusched> to the booted vCPUs a mask it reads names (none for one it cannot read)": {
+		"cpu-realtime-mask-beyond", "cpu-realtime-mask-syntax", "cpu-realtime-without-numa",
+	},
 	"a supplementalPool without a thread count, a discard granularity that is no multiple of the logical size: api's rules (with KubeVirt's libvirt the converter writes the pool it is given, and the granularity)": {
 		"devices-iothreads-pool-no-count", "disks-blocksize-discard",
 	},

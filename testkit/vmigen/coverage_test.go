@@ -78,7 +78,7 @@ var covered = []string{
 	"spec.terminationGracePeriodSeconds", "spec.evictionStrategy", "spec.startStrategy", "spec.nodeSelector",
 	"spec.tolerations", "spec.priorityClassName", "spec.hostname", "spec.subdomain",
 	// The KubeVirt profile's.
-	"spec.domain.cpu.numa.guestMappingPassthrough", "spec.domain.cpu.realtime",
+	"spec.domain.cpu.numa.guestMappingPassthrough", "spec.domain.cpu.realtime", "spec.domain.cpu.realtime.mask",
 	"spec.domain.devices.disks[*].blockSize.custom.discardGranularity",
 	"spec.domain.features.hyperv.tlbflush.direct", "spec.domain.features.hyperv.tlbflush.extended",
 	"spec.domain.ioThreadsPolicy=supplementalPool", "spec.domain.ioThreads.supplementalPoolThreadCount",

@@ -138,6 +138,7 @@ func (g *gen) dedicatedCPUs() {
 		reserved += uint(*t.SupplementalPoolThreadCount)
 	}
 	n := uint(g.n(1, int(budget-reserved)))
+	g.vcpus = n
 	count := strconv.Itoa(int(n))
 	switch pickW(g, weighted[string]{5, "topology"}, weighted[string]{2, "resources"}) {
 	case "topology":

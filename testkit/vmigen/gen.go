@@ -42,6 +42,7 @@ type gen struct {
 
 	// Facts decided early that later areas read.
 	dedicated   bool // dedicated CPU placement
+	vcpus       uint // with dedicated placement, the vCPUs pinned
 	hugepages   bool
 	efi         bool
 	configDrive bool // a cloudInitConfigDrive volume (device tags are refused then)

@@ -1,6 +1,9 @@
 package vmigen
 
 import (
+	"fmt"
+	"strconv"
+
 	k8sv1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	v1 "kubevirt.io/api/core/v1"
@@ -17,7 +20,7 @@ var memorySizes = map[string][]string{
 // memory draws how the VMI asks for memory (a request, memory.guest, both,
 // a request and a limit, a limit, or hugepages alone), hugepages, a memory
 // hotplug maximum, and in the KubeVirt profile NUMA passthrough and
-// realtime for dedicated CPUs with hugepages.
+// realtime (with a mask) for dedicated CPUs with hugepages.
 func (g *gen) memory() {
 	d := &g.spec.Domain
 	page := ""
@@ -74,8 +77,9 @@ func (g *gen) memory() {
 		g.beyond(cpuPath.Child("numa", "guestMappingPassthrough"))
 		passthrough = true
 		if g.p(0.3) {
-			g.cpu().Realtime = &v1.Realtime{}
-			g.beyond(cpuPath.Child("realtime"))
+			// Realtime itself converts: the VMI is refused for its
+			// passthrough alone (without the host's NUMA cells).
+			g.cpu().Realtime = &v1.Realtime{Mask: g.realtimeMask()}
 		}
 	}
 	if !passthrough && g.p(0.08) {
@@ -88,6 +92,31 @@ func (g *gen) memory() {
 		maxGuest := resource.NewQuantity(roundUp(gq.Value(), 2<<20)*factor, resource.BinarySI)
 		mem().MaxGuest = maxGuest
 	}
+}
+
+// realtimeMask draws a realtime vCPU mask that api.Validate accepts: none
+// (every vCPU), one vCPU, a range, a range with an exclusion before or
+// after it (KubeVirt's reading ignores the order), or an exclusion alone
+// (no vCPU), within the VMI's vCPUs (realtime is drawn with dedicated
+// CPUs only).
+func (g *gen) realtimeMask() string {
+	last := max(g.vcpus, 1) - 1
+	switch pickW(g, weighted[string]{3, "all"}, weighted[string]{1, "one"}, weighted[string]{1, "range"},
+		weighted[string]{1, "except"}, weighted[string]{1, "none"}) {
+	case "one":
+		return strconv.Itoa(g.n(0, int(last)))
+	case "range":
+		return fmt.Sprintf("%d-%d", g.n(0, int(last)), last)
+	case "except":
+		x := g.n(0, int(last))
+		if g.p(0.5) {
+			return fmt.Sprintf("^%d,0-%d", x, last)
+		}
+		return fmt.Sprintf("0-%d,^%d", last, x)
+	case "none":
+		return fmt.Sprintf("^%d", g.n(0, int(last)))
+	}
+	return ""
 }
 
 // roundUp rounds n up to a multiple of m.

@@ -19,8 +19,10 @@ const (
 	// KubeVirt draws, beside the Supported vocabulary, what KubeVirt
 	// admits (with the feature gates HostDisk, DownwardMetrics and
 	// EnableVirtioFsStorageVolumes on, as kvdiff runs it) and converts but
-	// the project refuses today: NUMA guest mapping passthrough and
-	// realtime, discardGranularity, Hyper-V tlbflush direct and extended,
+	// the project refuses today: NUMA guest mapping passthrough (with
+	// realtime on some, which converts but needs the passthrough, and
+	// is refused for it: no profile gives the host's NUMA cells),
+	// discardGranularity, Hyper-V tlbflush direct and extended,
 	// the supplementalPool IO-thread policy, the pvpanic panic model, a LUN
 	// on a volume that is a file or on the SATA bus (where Default puts a
 	// LUN without a bus), kernel arguments with an initrd but no kernel,
