@@ -9,6 +9,7 @@ import (
 	"context"
 	"flag"
 	"fmt"
+	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -71,8 +72,8 @@ const (
 // KubeVirt's density test counts as its scalability figures, with the
 // refused ones, which are bounded apart) that each object of kind's start
 // takes, counted from the first creation until every object settled
-// (waitSettled), the test's own creations included. A VMI's start takes
-// 4: its creation, the agent's take (its finalizer and Scheduled),
+// (densitySettled; a VM: waitVMsSettled), the test's own creations
+// included. A VMI's start takes 4: its creation, the agent's take (its finalizer and Scheduled),
 // Running (a paused guest is Running while libvirt still starts it), and
 // the Paused condition once libvirt's start returned. A VM's VMI adds the
 // claim (the node label: the control plane creates it unbound), 5; the VM
@@ -89,8 +90,9 @@ func (k densityKind) starts() (vmis, vms float64) {
 // created densityInterval apart, each bound to one of four agents, started
 // paused (startStrategy: Paused, so the machine measures the control path
 // and libvirt, not booting guests; -density.boot boots them), timed from
-// each creation until a client watching the API server sees it Running. It
-// prints p50 and p95 of that time, each agent's CPU seconds and peak RSS
+// each creation until a client watching the API server sees it Running
+// (and settled: densitySettled). It prints p50 and p95 of those times,
+// each agent's CPU seconds and peak RSS
 // per VMI, and the API server's own request counts
 // (apiserver_request_total by verb and resource) per VMI from the first
 // creation until all settled, and fails when the writes exceed
@@ -173,11 +175,12 @@ func density(t *testing.T, kind densityKind) {
 			<-tick.C
 		}
 	}()
-	var toRunning []time.Duration
-	ran := map[string]bool{}
+	// From each creation until the watching client saw the VMI Running,
+	// and settled (densitySettled), by name.
+	ran, settled := map[string]time.Duration{}, map[string]time.Duration{}
 	stall := time.NewTimer(densityStall)
 	defer stall.Stop()
-	for len(toRunning) < n {
+	for len(ran) < n || len(settled) < n {
 		select {
 		case c := <-createdAt:
 			created[c.name] = c.at
@@ -185,36 +188,44 @@ func density(t *testing.T, kind densityKind) {
 		case <-stall.C:
 			var stuck []string
 			for i := range n {
-				if !ran[name(i)] {
+				if _, ok := settled[name(i)]; !ok {
 					stuck = append(stuck, name(i))
 				}
 			}
-			t.Fatalf("no VMI Running for %s, %d of %d Running; not Running: %v; evidence in %s",
-				densityStall, len(toRunning), n, stuck, densityEvidence(t, w, ns, kind, agents, stuck))
+			t.Fatalf("no VMI Running or settled for %s, %d of %d Running, %d settled; not settled: %v; evidence in %s",
+				densityStall, len(ran), n, len(settled), stuck, densityEvidence(t, w, ns, kind, agents, stuck))
 		case ev, ok := <-events.ResultChan():
 			if !ok {
-				t.Fatalf("the watch ended with %d of %d VMIs Running", len(toRunning), n)
+				t.Fatalf("the watch ended with %d of %d VMIs Running, %d settled", len(ran), n, len(settled))
 			}
 			vmi, isVMI := ev.Object.(*virtv1.VirtualMachineInstance)
-			if !isVMI || ev.Type != watch.Modified || vmi.Status.Phase != virtv1.Running || ran[vmi.Name] {
+			if !isVMI || ev.Type != watch.Modified || vmi.Status.Phase != virtv1.Running {
 				continue
 			}
 			for created[vmi.Name].IsZero() { // its creation is being recorded
 				c := <-createdAt
 				created[c.name] = c.at
 			}
-			ran[vmi.Name] = true
-			toRunning = append(toRunning, time.Since(created[vmi.Name]))
-			stall.Reset(densityStall)
+			since := time.Since(created[vmi.Name])
+			if _, seen := ran[vmi.Name]; !seen {
+				ran[vmi.Name] = since
+				stall.Reset(densityStall)
+			}
+			if _, seen := settled[vmi.Name]; !seen && densitySettled(vmi) {
+				settled[vmi.Name] = since
+				stall.Reset(densityStall)
+			}
 		}
 	}
-	waitSettled(ctx, t, w, ns, kind, n)
+	if kind == densityVMs {
+		waitVMsSettled(ctx, t, w, ns, n)
+	}
 	requests := apiRequests(ctx, t, kube)
 	cpu, rss := agentUsage(t, agents)
 	libvirtd := processCPU(t, libvirtdPID(t)) - libvirtd0
 	qemu := qemuCPU(t, ns)
 
-	slices.Sort(toRunning)
+	toRunning, toSettled := slices.Sorted(maps.Values(ran)), slices.Sorted(maps.Values(settled))
 	mode := "paused"
 	if *densityBoot {
 		mode = "booting"
@@ -223,6 +234,8 @@ func density(t *testing.T, kind densityKind) {
 	t.Logf("density: %d %ss (%s) created %s apart over %d agents", n, kind, mode, densityInterval, len(agents))
 	t.Logf("density: creation → VMI Running p50 %s p95 %s max %s",
 		percentile(toRunning, 50).Round(time.Millisecond), percentile(toRunning, 95).Round(time.Millisecond), toRunning[n-1].Round(time.Millisecond))
+	t.Logf("density: creation → VMI settled (%s True) p50 %s p95 %s max %s", densitySettledCondition(),
+		percentile(toSettled, 50).Round(time.Millisecond), percentile(toSettled, 95).Round(time.Millisecond), toSettled[n-1].Round(time.Millisecond))
 	t.Logf("density: agents' CPU %.2f s (%.1f ms per %s); peak RSS %.1f MiB per agent, %.2f MiB per %s above the agents' idle RSS",
 		cpu-cpu0, (cpu-cpu0)*1000/per, kind, float64(rss)/float64(len(agents))/(1<<20), float64(rss-rss0)/per/(1<<20), kind)
 	if w.cp != nil {
@@ -323,53 +336,47 @@ func densityVMI(ns, name string, boot bool) *virtv1.VirtualMachineInstance {
 	return vmi
 }
 
-// waitSettled waits until the n objects of kind in ns settled
-// (densitySettled), so that the writes that end their starts are counted
-// whatever n: those after Running came after the last Running with 20
-// VMIs, before it with 100.
-func waitSettled(ctx context.Context, t testing.TB, w *vmWorld, ns string, kind densityKind, n int) {
+// waitVMsSettled waits until the n VMs of ns show their settled VMIs
+// (densitySettledVM), so that the control plane's writes that end their
+// starts are counted.
+func waitVMsSettled(ctx context.Context, t testing.TB, w *vmWorld, ns string, n int) {
 	t.Helper()
 	deadline := time.Now().Add(time.Minute)
 	for {
-		var vmis virtv1.VirtualMachineInstanceList
 		var vms virtv1.VirtualMachineList
-		if err := w.client.List(ctx, &vmis, client.InNamespace(ns)); err != nil {
+		if err := w.client.List(ctx, &vms, client.InNamespace(ns)); err != nil {
 			t.Fatal(err)
 		}
-		if kind == densityVMs {
-			if err := w.client.List(ctx, &vms, client.InNamespace(ns)); err != nil {
-				t.Fatal(err)
-			}
-		}
-		settled, vmsSettled := 0, 0
-		for i := range vmis.Items {
-			if densitySettled(&vmis.Items[i]) {
+		settled := 0
+		for _, vm := range vms.Items {
+			if vm.Status.PrintableStatus == densitySettledVM() {
 				settled++
 			}
 		}
-		for _, vm := range vms.Items {
-			if vm.Status.PrintableStatus == densitySettledVM() {
-				vmsSettled++
-			}
-		}
-		if settled == n && (kind == densityVMIs || vmsSettled == n) {
+		if settled == n {
 			return
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("%d of %d VMIs and %d VMs settled a minute after the last VMI Running", settled, n, vmsSettled)
+			t.Fatalf("%d of %d VMs %s a minute after their VMIs settled", settled, n, densitySettledVM())
 		}
 		time.Sleep(200 * time.Millisecond)
 	}
 }
 
-// densitySettled tells whether vmi shows the end of its start: the Paused
-// condition True (the agent writes it after Running, once libvirt's start
-// returned), or Ready True with -density.boot.
-func densitySettled(vmi *virtv1.VirtualMachineInstance) bool {
+// densitySettledCondition is the condition that tells a VMI's start
+// ended: Paused (the agent writes it True after Running, once libvirt's
+// start returned), or Ready with -density.boot.
+func densitySettledCondition() virtv1.VirtualMachineInstanceConditionType {
 	if *densityBoot {
-		return conditionStatus(vmi, virtv1.VirtualMachineInstanceReady) == k8sv1.ConditionTrue
+		return virtv1.VirtualMachineInstanceReady
 	}
-	return conditionStatus(vmi, virtv1.VirtualMachineInstancePaused) == k8sv1.ConditionTrue
+	return virtv1.VirtualMachineInstancePaused
+}
+
+// densitySettled tells whether vmi's start ended: its
+// densitySettledCondition is True.
+func densitySettled(vmi *virtv1.VirtualMachineInstance) bool {
+	return conditionStatus(vmi, densitySettledCondition()) == k8sv1.ConditionTrue
 }
 
 // densitySettledVM is the printableStatus of a VM whose VMI settled.
