@@ -49,8 +49,8 @@ const (
 	// had not updated yet; it is written again from the new copy, so it is
 	// not in what the starts take): it catches writers that retry from a
 	// stale copy over and over. The runs of 3 December 2026 counted
-	// 0.04–0.65 refused writes of VMIs per VMI, 0.06–0.50 of VMIs and
-	// 0.26–0.35 of VMs per VM, the most with 20 objects.
+	// 0.02–0.65 refused writes of VMIs per VMI, 0.06–0.55 of VMIs and
+	// 0.01–0.40 of VMs per VM, the most with 20 objects.
 	densityRefused = 2.0
 	// densityStall is how long the test waits for one more VMI to be
 	// Running, or the objects to be gone after their deletion, before it
