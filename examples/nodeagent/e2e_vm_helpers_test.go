@@ -53,15 +53,20 @@ func newVMWorld(t *testing.T) *vmWorld {
 // guestVM is a VM whose template is guestVMI's (the test guest with
 // action) and selects the agent's node, with run strategy strategy.
 func (w *vmWorld) guestVM(ns, name string, strategy virtv1.VirtualMachineRunStrategy, grace int64, action string) *virtv1.VirtualMachine {
-	vmi := guestVMI(ns, name, grace, action)
-	vmi.Spec.NodeSelector = map[string]string{k8sv1.LabelHostname: w.node}
+	return vmOf(guestVMI(ns, name, grace, action), w.node, strategy)
+}
+
+// vmOf is a VM named as vmi, with run strategy strategy, whose template
+// is vmi's spec selecting node.
+func vmOf(vmi *virtv1.VirtualMachineInstance, node string, strategy virtv1.VirtualMachineRunStrategy) *virtv1.VirtualMachine {
+	vmi.Spec.NodeSelector = map[string]string{k8sv1.LabelHostname: node}
 	return &virtv1.VirtualMachine{
 		TypeMeta:   metav1.TypeMeta{APIVersion: "kubevirt.io/v1", Kind: "VirtualMachine"},
-		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
+		ObjectMeta: metav1.ObjectMeta{Namespace: vmi.Namespace, Name: vmi.Name},
 		Spec: virtv1.VirtualMachineSpec{
 			RunStrategy: &strategy,
 			Template: &virtv1.VirtualMachineInstanceTemplateSpec{
-				ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{"kubevirt.io/vm": name}},
+				ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{"kubevirt.io/vm": vmi.Name}},
 				Spec:       vmi.Spec,
 			},
 		},
