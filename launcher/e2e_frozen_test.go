@@ -7,7 +7,6 @@ import (
 	"os"
 	"strings"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
 
@@ -40,11 +39,6 @@ const frozenFor = 5 * time.Second
 func TestE2EFrozenLibvirtd(t *testing.T) {
 	name := fmt.Sprintf("m%df", os.Getpid())
 	n := newMigrationNode(t, name, "")
-	pid, err := hosttest.NodeLibvirtdPID(name)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = syscall.Kill(pid, syscall.SIGCONT) })
 	// freeze stops the daemon after, for frozenFor, in the background; the
 	// channel closes once it runs again.
 	freeze := func(after time.Duration) <-chan struct{} {
@@ -52,13 +46,14 @@ func TestE2EFrozenLibvirtd(t *testing.T) {
 		go func() {
 			defer close(thawed)
 			time.Sleep(after)
-			if err := syscall.Kill(pid, syscall.SIGSTOP); err != nil {
-				t.Errorf("SIGSTOP libvirtd %d: %v", pid, err)
+			thaw, err := hosttest.FreezeNodeLibvirtd(t, name)
+			if err != nil {
+				t.Error(err)
 				return
 			}
 			time.Sleep(frozenFor)
-			if err := syscall.Kill(pid, syscall.SIGCONT); err != nil {
-				t.Errorf("SIGCONT libvirtd %d: %v", pid, err)
+			if err := thaw(); err != nil {
+				t.Error(err)
 			}
 		}()
 		return thawed

@@ -87,11 +87,7 @@ func TestE2ERealtime(t *testing.T) {
 	if err := dom.CreateWithFlags(libvirt.DOMAIN_START_PAUSED); err != nil {
 		t.Fatalf("start paused: %v", err)
 	}
-	raw, err := os.ReadFile(filepath.Join("/run/libvirt/qemu", name+".pid"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	pid := strings.TrimSpace(string(raw))
+	pid := strconv.Itoa(readQEMUPid(t, vmi))
 	got := map[string]string{}
 	tasks, err := filepath.Glob(filepath.Join("/proc", pid, "task", "*"))
 	if err != nil {

@@ -52,14 +52,10 @@ func TestE2EFrozenLibvirtd(t *testing.T) {
 		w.waitPhase(t, ns, vmi, virtv1.Running, 2*time.Minute)
 	}
 
-	pid, err := hosttest.NodeLibvirtdPID(name)
+	thaw, err := hosttest.FreezeNodeLibvirtd(t, name)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := syscall.Kill(pid, syscall.SIGSTOP); err != nil {
-		t.Fatalf("SIGSTOP libvirtd %d: %v", pid, err)
-	}
-	t.Cleanup(func() { _ = syscall.Kill(pid, syscall.SIGCONT) })
 	frozen := time.Now()
 	for _, vmi := range del {
 		if err := w.client.Delete(context.Background(), w.get(t, ns, vmi)); err != nil {
@@ -70,19 +66,19 @@ func TestE2EFrozenLibvirtd(t *testing.T) {
 		create(vmi)
 	}
 	time.Sleep(agentFrozenFor - time.Since(frozen))
-	if err := syscall.Kill(pid, syscall.SIGCONT); err != nil {
-		t.Fatalf("SIGCONT libvirtd %d: %v", pid, err)
+	if err := thaw(); err != nil {
+		t.Fatal(err)
 	}
-	thaw := time.Now()
+	thawed := time.Now()
 
 	for _, vmi := range del {
 		w.waitGone(t, ns, vmi, time.Minute)
 	}
-	t.Logf("deleted VMIs gone %s after the thaw", time.Since(thaw).Round(time.Millisecond))
+	t.Logf("deleted VMIs gone %s after the thaw", time.Since(thawed).Round(time.Millisecond))
 	for _, vmi := range add {
 		w.waitPhase(t, ns, vmi, virtv1.Running, time.Minute)
 	}
-	t.Logf("new VMIs Running %s after the thaw", time.Since(thaw).Round(time.Millisecond))
+	t.Logf("new VMIs Running %s after the thaw", time.Since(thawed).Round(time.Millisecond))
 	for _, vmi := range keep {
 		if v := w.get(t, ns, vmi); v.Status.Phase != virtv1.Running {
 			t.Errorf("VMI %s left alone is %s after the thaw", vmi, v.Status.Phase)

@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 )
 
@@ -71,9 +72,30 @@ func NodeQEMUPIDFile(name, domain string) string {
 	return filepath.Join(nodesDir, name, "run", "qemu", domain+".pid")
 }
 
-// NodeLibvirtdPID is the process ID of the libvirtd of the node called
-// name (started by Node), from its pid file.
-func NodeLibvirtdPID(name string) (int, error) {
+// FreezeNodeLibvirtd stops the libvirtd of the node called name (started
+// by Node) with SIGSTOP, as a daemon too loaded to answer; thaw resumes it
+// (SIGCONT), and so does the end of the test if thaw was not called. It
+// only reports errors, so that a test's goroutine may call it.
+func FreezeNodeLibvirtd(t testing.TB, name string) (thaw func() error, err error) {
+	pid, err := nodeLibvirtdPID(name)
+	if err != nil {
+		return nil, err
+	}
+	if err := syscall.Kill(pid, syscall.SIGSTOP); err != nil {
+		return nil, fmt.Errorf("SIGSTOP the libvirtd of node %s (%d): %w", name, pid, err)
+	}
+	t.Cleanup(func() { _ = syscall.Kill(pid, syscall.SIGCONT) })
+	return func() error {
+		if err := syscall.Kill(pid, syscall.SIGCONT); err != nil {
+			return fmt.Errorf("SIGCONT the libvirtd of node %s (%d): %w", name, pid, err)
+		}
+		return nil
+	}, nil
+}
+
+// nodeLibvirtdPID is the process ID of the libvirtd of the node called
+// name, from its pid file.
+func nodeLibvirtdPID(name string) (int, error) {
 	b, err := os.ReadFile(filepath.Join(nodesDir, name, "libvirtd.pid"))
 	if err != nil {
 		return 0, err
