@@ -88,8 +88,9 @@ func CanShutDown(d *libvirtxml.Domain) bool {
 
 // Judge completes a snapshot's observation from the domain's marks, and
 // says how the VMI ended when the marks or libvirt's log know better than
-// libvirt's state. starting tells whether the caller is starting the
-// domain right now; logEnd, called only when libvirt no longer says how a
+// libvirt's state. starting tells whether the caller accounts for a pending
+// start: it is starting the domain right now, or lost its call to and has
+// not settled it yet; logEnd, called only when libvirt no longer says how a
 // domain that ran stopped, reads it from libvirt's log of the domain (the
 // last stop at or after since). It returns the phase the rules start from
 // (prev, or what the marks say when nothing was published yet) and, for a
@@ -110,7 +111,7 @@ func Judge(s *Snapshot, prev v1.VirtualMachineInstancePhase, starting bool, logE
 	case started == nil:
 		return prev, nil
 	case started.Pending && starting && !active:
-		return prev, nil // being started now: not yet
+		return prev, nil // being started, or its start not yet settled: not yet
 	}
 	s.Obs.Started = true
 	if prev == "" || prev == v1.Pending || prev == v1.Scheduled {

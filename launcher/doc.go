@@ -52,6 +52,11 @@
 // running guest is not touched, a pending shutdown keeps its deadline, and
 // a VMI that ran to its end is never started again — whatever status the
 // caller passes, and even when libvirtd forgot how the domain stopped.
+// A start is recorded as begun before libvirt is asked, and confirmed
+// after: a start a launcher died in, whose domain does not run, is Failed
+// ("StartInterrupted"); one whose call this launcher lost with its
+// connection is settled by the next Sync — confirmed if the domain runs,
+// started again if it never ran.
 // List finds every domain the launcher owns, so that those of VMIs gone
 // while nobody watched can be deleted. Launchers with different owners
 // share one libvirtd without touching each other's domains.

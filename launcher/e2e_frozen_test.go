@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"os/exec"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -35,7 +37,9 @@ const frozenFor = 5 * time.Second
 // ErrUnavailable once the connection is given up, the launcher reconnects,
 // Sync converges on the one domain the interrupted start may have made,
 // and Delete removes it and its state folder, whatever the interrupted call
-// had done.
+// had done. A start whose call is lost and which libvirtd then fails (its
+// QEMU hook, the first time) is started again by the next Sync; in CI, such
+// a VMI was once judged Failed ("StartInterrupted") instead.
 func TestE2EFrozenLibvirtd(t *testing.T) {
 	name := fmt.Sprintf("m%df", os.Getpid())
 	n := newMigrationNode(t, name, "")
@@ -66,18 +70,21 @@ func TestE2EFrozenLibvirtd(t *testing.T) {
 		return vmi
 	}
 	// runningOnce checks that vmi runs paused as the one domain of its name.
-	runningOnce := func(what string, vmi *v1.VirtualMachineInstance) {
+	runningOnce := func(t *testing.T, what string, vmi *v1.VirtualMachineInstance) {
 		t.Helper()
 		st, err := n.l.Status(ctxFor(t, 30*time.Second), vmi)
 		if err != nil || !strings.HasPrefix(stateKey(st), string(v1.Running)+"/") {
-			t.Errorf("%s: status %s (%v), want Running and paused", what, stateKey(st), err)
+			qemuLog, _ := os.ReadFile(hosttest.NodeLog(name, "qemu/"+domainName(vmi)+".log"))
+			daemonLog, _ := exec.Command("tail", "-n", "30", hosttest.NodeLog(name, "libvirtd.log")).Output()
+			t.Errorf("%s: status %s reason %q (%v), want Running and paused\nQEMU's log:\n%s\nlibvirtd's log:\n%s",
+				what, stateKey(st), st.Reason, err, qemuLog, daemonLog)
 		}
 		if on := domains(t, n.uri); strings.Count(on, domainName(vmi)) != 1 {
 			t.Errorf("%s: domains %q, want %s once", what, on, domainName(vmi))
 		}
 	}
 	// gone checks that nothing of vmi is left.
-	gone := func(what string, vmi *v1.VirtualMachineInstance) {
+	gone := func(t *testing.T, what string, vmi *v1.VirtualMachineInstance) {
 		t.Helper()
 		if on := domains(t, n.uri); strings.Contains(on, domainName(vmi)) {
 			t.Errorf("%s: the domain is left: %q", what, on)
@@ -110,15 +117,25 @@ func TestE2EFrozenLibvirtd(t *testing.T) {
 					t.Errorf("%s %s across the freeze: %v, want it to wait and succeed", op.what, vmi.Name, errs[i])
 				}
 				if op.what == "Sync" {
-					runningOnce("Sync across the freeze", vmi)
+					runningOnce(t, "Sync across the freeze", vmi)
 				} else {
-					gone("Delete across the freeze", vmi)
+					gone(t, "Delete across the freeze", vmi)
 				}
 			}
 		}
 	})
 
 	t.Run("keepalive", func(t *testing.T) {
+		// The first start of the domain of lostVMI takes 3 s in libvirtd
+		// and then fails, in libvirt's QEMU hook.
+		lostVMI := vmiOf("frozen-lost")
+		hookMark := filepath.Join(t.TempDir(), "failed-once")
+		if err := hosttest.SetNodeQEMUHook(name, fmt.Sprintf(`#!/bin/sh
+if [ "$1 $2 $3" = "%s prepare begin" ] && [ ! -e %s ]; then touch %s; sleep 3; exit 1; fi
+exit 0
+`, domainName(lostVMI), hookMark, hookMark)); err != nil {
+			t.Fatal(err)
+		}
 		n.cfg.KeepAliveInterval, n.cfg.KeepAliveCount = time.Second, 2
 		n.open(t)
 		for i, after := range []time.Duration{0, 150 * time.Millisecond, 400 * time.Millisecond, time.Second} {
@@ -140,7 +157,7 @@ func TestE2EFrozenLibvirtd(t *testing.T) {
 			if err != nil {
 				t.Fatalf("freeze %s into the start: Sync after the thaw: %v", after, err)
 			}
-			runningOnce(fmt.Sprintf("freeze %s into the start", after), vmi)
+			runningOnce(t, fmt.Sprintf("freeze %s into the start", after), vmi)
 
 			// A Delete caught by the freeze.
 			thawed = freeze(after)
@@ -158,8 +175,29 @@ func TestE2EFrozenLibvirtd(t *testing.T) {
 				t.Fatalf("freeze %s into Delete: Delete after the thaw: %v", after, err)
 			}
 			t.Logf("freeze %s into Delete: gone %s after the thaw", after, time.Since(thaw).Round(time.Millisecond))
-			gone(fmt.Sprintf("freeze %s into Delete", after), vmi)
+			gone(t, fmt.Sprintf("freeze %s into Delete", after), vmi)
 		}
+
+		// A start whose call is lost, and which libvirtd then fails: the
+		// launcher could not clear the pending start it had recorded. The
+		// next Sync finds that the start failed, and starts the domain.
+		thawed := freeze(time.Second)
+		err := syncWithin(n, lostVMI, 2*time.Minute)
+		<-thawed
+		if !errors.Is(err, launcher.ErrUnavailable) {
+			t.Fatalf("a start lost, then failed by libvirtd: Sync: %v, want ErrUnavailable", err)
+		}
+		for thaw := time.Now(); err != nil && time.Since(thaw) < time.Minute; {
+			time.Sleep(200 * time.Millisecond)
+			err = syncWithin(n, lostVMI, 30*time.Second)
+		}
+		if err != nil {
+			t.Fatalf("a start lost, then failed by libvirtd: Sync after the thaw: %v", err)
+		}
+		if _, err := os.Stat(hookMark); err != nil {
+			t.Fatalf("the QEMU hook did not fail the first start: %v", err)
+		}
+		runningOnce(t, "a start lost, then failed by libvirtd", lostVMI)
 	})
 }
 

@@ -95,7 +95,14 @@ type vmiState struct {
 	// starting is set while this launcher starts the domain: its started
 	// mark is pending because of this process, not a dead one.
 	starting bool
-	deleted  bool
+	// startLost is set from this launcher's first write of a pending
+	// start until the start's outcome is recorded: when a call fails in
+	// between (the connection was lost), libvirtd may have started the
+	// domain, may still be starting it, or never received the calls. The
+	// next Sync finds out (settleLostStart); until then the mark is
+	// pending because of this process, as while starting.
+	startLost bool
+	deleted   bool
 	// incoming is set while its domain is a migration's target still
 	// receiving (hostplan.Incoming): if it goes, the guest never arrived.
 	incoming bool
@@ -135,11 +142,30 @@ func (st *vmiState) release() { <-st.lock }
 // key is the VMI's namespace/name.
 func (st *vmiState) key() string { return st.namespace + "/" + st.vmi }
 
+// startPending tells whether this process accounts for the domain's
+// pending started mark: it is starting the domain, or lost its call to.
+// st.mu must be held.
+func (st *vmiState) startPending() bool { return st.starting || st.startLost }
+
 // isPublished tells whether a status of st was published.
 func (st *vmiState) isPublished() bool {
 	st.mu.Lock()
 	defer st.mu.Unlock()
 	return st.published
+}
+
+// isStartLost tells whether st's start was lost and is not settled yet.
+func (st *vmiState) isStartLost() bool {
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	return st.startLost
+}
+
+// setStartLost records whether st's start is lost (vmiState.startLost).
+func (st *vmiState) setStartLost(lost bool) {
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	st.startLost = lost
 }
 
 // isDeleted tells whether Delete retired st.

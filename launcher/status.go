@@ -231,7 +231,7 @@ func (l *Launcher) publishLocked(ctx context.Context, st *vmiState, libvirtEvent
 	if !st.published {
 		prev = v1.VirtualMachineInstanceStatus{}
 	}
-	from, end := hostplan.Judge(&s, prev.Phase, st.starting, func(since time.Time) (domain.Reason, bool) {
+	from, end := hostplan.Judge(&s, prev.Phase, st.startPending(), func(since time.Time) (domain.Reason, bool) {
 		return l.endFromLog(st.name, since)
 	})
 	st.agentConnected.Store(s.Obs.AgentConnected && s.Obs.State.Active())

@@ -182,7 +182,7 @@ func (l *Launcher) apply(ctx context.Context, st *vmiState, plan *Plan, vmi *v1.
 		l.serveMetrics(st, plan.VMI)
 		return nil // running as planned
 	}
-	if err := l.startOrResume(ctx, st, plan.VMI, &m); err != nil {
+	if err := l.startOrResume(ctx, st, plan, &m); err != nil {
 		l.refresh(ctx, st, time.Time{})
 		return err
 	}
@@ -216,7 +216,8 @@ func (l *Launcher) define(ctx context.Context, plan *Plan, m hostplan.Marks) err
 // startOrResume starts the domain of a VMI that has not run (recording
 // that it has, before it starts), or resumes one paused for a reason other
 // than the user.
-func (l *Launcher) startOrResume(ctx context.Context, st *vmiState, v *v1.VirtualMachineInstance, m *hostplan.Marks) error {
+func (l *Launcher) startOrResume(ctx context.Context, st *vmiState, plan *Plan, m *hostplan.Marks) error {
+	v := plan.VMI
 	return l.onDomain(ctx, st.name, func(dom *libvirt.Domain) error {
 		state, reason, err := dom.GetState()
 		if err != nil {
@@ -225,7 +226,9 @@ func (l *Launcher) startOrResume(ctx context.Context, st *vmiState, v *v1.Virtua
 		s, r := domain.State(state), domain.Reason(reason)
 		switch {
 		case s.Active() && m.Started != nil && m.Started.Pending:
-			// Started by a launcher that died before confirming it.
+			// Started by a launcher that died before confirming it, or
+			// by this one's start whose call it lost.
+			st.setStartLost(false)
 			m.Started.Pending = false
 			return wrapErr(writeMarks(dom, m, true), "record the start of domain %s", st.name)
 		case s.Active():
@@ -236,6 +239,10 @@ func (l *Launcher) startOrResume(ctx context.Context, st *vmiState, v *v1.Virtua
 				l.log.Info("domain resumed", "vmi", st.key(), "was paused for", domain.ReasonString(s, r))
 			}
 			return nil
+		case m.Started != nil && st.isStartLost():
+			if again, err := l.settleLostStart(dom, st, plan, m); err != nil || !again {
+				return err
+			}
 		case m.Started != nil:
 			return nil // it ran: never again
 		}
@@ -244,8 +251,11 @@ func (l *Launcher) startOrResume(ctx context.Context, st *vmiState, v *v1.Virtua
 			flags |= libvirt.DOMAIN_START_PAUSED
 		}
 		m.Started = &hostplan.Started{At: time.Now().UTC().Truncate(time.Second), Pending: true}
+		// From the first write of the pending start until its outcome is
+		// known and recorded, the start may be lost with the connection:
+		// a call that failed may have reached libvirtd all the same.
 		st.mu.Lock()
-		st.starting = true
+		st.starting, st.startLost = true, true
 		st.mu.Unlock()
 		defer func() {
 			st.mu.Lock()
@@ -260,10 +270,13 @@ func (l *Launcher) startOrResume(ctx context.Context, st *vmiState, v *v1.Virtua
 		if err := dom.CreateWithFlags(flags); err != nil {
 			m.Started = nil
 			if werr := writeMarks(dom, m, false); werr != nil {
-				l.log.Warn("the failed start of a domain stays recorded as begun", "vmi", st.key(), "err", werr)
+				l.log.Warn("the failed start of a domain stays recorded as begun; the next Sync settles it", "vmi", st.key(), "err", werr)
+			} else {
+				st.setStartLost(false)
 			}
 			return wrapErr(err, "start domain %s", st.name)
 		}
+		st.setStartLost(false)
 		m.Started.Pending = false
 		if err := writeMarks(dom, m, true); err != nil {
 			l.log.Warn("the start of a domain was not confirmed in its metadata", "vmi", st.key(), "err", err)
@@ -271,6 +284,55 @@ func (l *Launcher) startOrResume(ctx context.Context, st *vmiState, v *v1.Virtua
 		l.log.Info("domain started", "vmi", st.key(), "paused", flags&libvirt.DOMAIN_START_PAUSED != 0, "took", time.Since(began))
 		return nil
 	})
+}
+
+// settleLostStart decides on the domain of st, not running, whose start
+// this launcher lost (vmiState.startLost). libvirtd may still be running
+// that start — a call it received before the connection closed — so the
+// marks are written again first, which waits for any job libvirtd runs on
+// the domain. Then the domain runs (the start took: it is confirmed), or
+// it never ran (libvirt says its start failed, or it is shut off for no
+// reason and QEMU never opened its serial log) and startAgain is true, or
+// it ran and stopped: the caller leaves it, and its status ends it as a
+// start interrupted (hostplan.Judge).
+func (l *Launcher) settleLostStart(dom *libvirt.Domain, st *vmiState, plan *Plan, m *hostplan.Marks) (startAgain bool, err error) {
+	if err := writeMarks(dom, m, false); err != nil {
+		return false, wrapErr(err, "record the start of domain %s", st.name)
+	}
+	state, reason, err := dom.GetState()
+	if err != nil {
+		return false, wrapErr(err, "read state of domain %s", st.name)
+	}
+	st.setStartLost(false)
+	if domain.State(state).Active() {
+		m.Started.Pending = false
+		return false, wrapErr(writeMarks(dom, m, true), "record the start of domain %s", st.name)
+	}
+	switch launched, known := qemuLaunched(plan); domain.Reason(reason) {
+	case domain.ShutoffFailed:
+		startAgain = true
+	case domain.ShutoffUnknown:
+		startAgain = known && !launched
+	}
+	l.log.Info("a lost start settled", "vmi", st.key(), "start again", startAgain,
+		"reason", domain.ReasonString(domain.State(state), domain.Reason(reason)))
+	return startAgain, nil
+}
+
+// qemuLaunched tells whether QEMU was ever launched for plan's domain, as
+// far as the files it opens tell: a QEMU process opens its serial console's
+// log (known is false for a domain without one).
+func qemuLaunched(plan *Plan) (launched, known bool) {
+	if plan.Domain.Devices == nil {
+		return false, false
+	}
+	for _, s := range plan.Domain.Devices.Serials {
+		if s.Log != nil && s.Log.File != "" {
+			_, err := os.Stat(s.Log.File)
+			return err == nil, true
+		}
+	}
+	return false, false
 }
 
 // writeMarks records m in the domain's metadata: in its persistent
@@ -377,9 +439,9 @@ func (l *Launcher) ended(st *vmiState, cur currentDomain) bool {
 		return false
 	}
 	st.mu.Lock()
-	starting := st.starting
+	pending := st.startPending()
 	st.mu.Unlock()
-	return !starting
+	return !pending
 }
 
 // undefine destroys and undefines the domain called name, with its NVRAM,

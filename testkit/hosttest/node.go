@@ -72,6 +72,28 @@ func NodeQEMUPIDFile(name, domain string) string {
 	return filepath.Join(nodesDir, name, "run", "qemu", domain+".pid")
 }
 
+// NodeLog is the path, seen from the host's namespace, of a log of the
+// node called name: rel is relative to the node's /var/log/libvirt
+// ("libvirtd.log", "qemu/DOMAIN.log").
+func NodeLog(name, rel string) string {
+	return filepath.Join(nodesDir, name, "log", rel)
+}
+
+// SetNodeQEMUHook makes script the QEMU hook of the node called name
+// (libvirt's /etc/libvirt/hooks/qemu: called with the domain's name, the
+// operation and its phase) and restarts the node's libvirtd, which looks
+// for hooks when it starts.
+func SetNodeQEMUHook(name, script string) error {
+	dir := filepath.Join(nodesDir, name, "etc", "hooks")
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	if err := os.WriteFile(filepath.Join(dir, "qemu"), []byte(script), 0o755); err != nil {
+		return err
+	}
+	return RestartNodeLibvirtd(name, "TERM")
+}
+
 // FreezeNodeLibvirtd stops the libvirtd of the node called name (started
 // by Node) with SIGSTOP, as a daemon too loaded to answer; thaw resumes it
 // (SIGCONT), and so does the end of the test if thaw was not called. It
