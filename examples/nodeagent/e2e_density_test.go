@@ -52,6 +52,12 @@ const (
 	// 0.02–0.65 refused writes of VMIs per VMI, 0.06–0.55 of VMIs and
 	// 0.01–0.40 of VMs per VM, the most with 20 objects.
 	densityRefused = 2.0
+	// densityReads is the most GETs and LISTs of Nodes and of migrations
+	// per object: the agents read their Node from their claim cache and the
+	// evacuation controller lists migrations only for a VMI that leaves
+	// (before 3 December 2026: 4 GETs of Nodes and 2.5 LISTs of migrations
+	// per VM; after: none but each cache's first LIST).
+	densityReads = 0.5
 	// densityStall is how long the test waits for one more VMI to be
 	// Running, or the objects to be gone after their deletion, before it
 	// collects the evidence of the stuck ones and fails.
@@ -247,12 +253,15 @@ func density(t *testing.T, kind densityKind) {
 	// The writes by resource (its subresources included), those the API
 	// server refused apart.
 	writes, refused := map[string]float64{}, map[string]float64{}
-	total := 0.0
+	total, reads := 0.0, 0.0
 	var lines []string
 	for k, v := range requests {
 		d := v - requests0[k]
 		if d == 0 {
 			continue
+		}
+		if (k.verb == "GET" || k.verb == "LIST") && (k.resource == "nodes" || k.resource == "virtualmachineinstancemigrations") {
+			reads += d
 		}
 		if k.write() {
 			resource, _, _ := strings.Cut(k.resource, "/")
@@ -280,6 +289,9 @@ func density(t *testing.T, kind densityKind) {
 	}
 	if vmWrites > vmStarts+densityMargin {
 		t.Errorf("%.2f writes of VMs per %s, want at most %.0f (+%.1f)", vmWrites, kind, vmStarts, densityMargin)
+	}
+	if reads/per > densityReads {
+		t.Errorf("%.2f GETs and LISTs of Nodes and migrations per %s, want at most %.1f", reads/per, kind, densityReads)
 	}
 	if vmiRefused > densityRefused || vmRefused > densityRefused {
 		t.Errorf("%.2f refused writes of VMIs and %.2f of VMs per %s, want at most %.0f each", vmiRefused, vmRefused, kind, densityRefused)

@@ -13,6 +13,7 @@ import (
 	"github.com/go-logr/logr"
 	k8sv1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
@@ -435,7 +436,7 @@ func controllerOptions(workers int) controller.Options {
 }
 
 // addClaimController adds the claim controller, with a cache of its own
-// holding the unbound VMIs.
+// holding the unbound VMIs and this node's Node.
 func addClaimController(mgr manager.Manager, restConfig *rest.Config, scheme *runtime.Scheme, cfg Config, events record.EventRecorder, metrics *agentMetrics, log *slog.Logger) error {
 	unbound, err := cache.New(restConfig, cache.Options{
 		Scheme:     scheme,
@@ -443,6 +444,7 @@ func addClaimController(mgr manager.Manager, restConfig *rest.Config, scheme *ru
 		Mapper:     mgr.GetRESTMapper(),
 		ByObject: map[client.Object]cache.ByObject{
 			&v1.VirtualMachineInstance{}: {Label: unboundSelector()},
+			&k8sv1.Node{}:                {Field: fields.OneTermEqualSelector("metadata.name", cfg.Node)},
 		},
 	})
 	if err != nil {

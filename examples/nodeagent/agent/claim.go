@@ -37,7 +37,7 @@ func unboundSelector() labels.Selector {
 // they read as a precondition: the API server lets exactly one through
 // and answers the others 409 Conflict; those leave the VMI to the winner.
 type claimReconciler struct {
-	unbound client.Reader // the cache of unbound VMIs
+	unbound client.Reader // the claim cache: unbound VMIs, this node's Node
 	api     client.Reader // reads from the API server itself: who won
 	client  client.Writer
 	node    string // this node's name: its Node's labels are matched
@@ -54,20 +54,16 @@ func (c *claimReconciler) Reconcile(ctx context.Context, req reconcile.Request) 
 	if err := c.unbound.Get(ctx, req.NamespacedName, &vmi); err != nil {
 		return reconcile.Result{}, client.IgnoreNotFound(err)
 	}
-	// The labels the Node really has, as the heartbeat wrote them; no
-	// claim while the Node is missing or unschedulable (KubeVirt's
+	// No claim while the Node is missing or unschedulable (KubeVirt's
 	// launcher pods select kubevirt.io/schedulable=true).
-	var node k8sv1.Node
-	if err := c.api.Get(ctx, client.ObjectKey{Name: c.node}, &node); err != nil {
-		if apierrors.IsNotFound(err) {
-			return reconcile.Result{RequeueAfter: claimRecheck}, nil
-		}
+	node, err := c.schedulableNode(ctx)
+	if err != nil {
 		return reconcile.Result{}, err
 	}
-	if node.Labels[v1.NodeSchedulable] != "true" {
+	if node == nil {
 		return reconcile.Result{RequeueAfter: claimRecheck}, nil
 	}
-	ok, err := claimable(&vmi, &node, c.scheduling)
+	ok, err := claimable(&vmi, node, c.scheduling)
 	if err != nil {
 		c.log.Warn("nodeagent: not claiming a VMI whose node affinity cannot be read", "vmi", key(&vmi), "err", err)
 		return reconcile.Result{}, nil
@@ -90,6 +86,29 @@ func (c *claimReconciler) Reconcile(ctx context.Context, req reconcile.Request) 
 	// winner "" : the VMI changed and is still unbound; its update brings
 	// it back here.
 	return reconcile.Result{}, nil
+}
+
+// schedulableNode returns this node's Node when it is schedulable, nil
+// when it is missing or not. It reads the claim cache, which watches this
+// one Node; when the cache has it missing or unschedulable, it asks the API
+// server, where the heartbeat may have just made it schedulable.
+func (c *claimReconciler) schedulableNode(ctx context.Context) (*k8sv1.Node, error) {
+	var node k8sv1.Node
+	key := client.ObjectKey{Name: c.node}
+	err := c.unbound.Get(ctx, key, &node)
+	if err == nil && node.Labels[v1.NodeSchedulable] == "true" {
+		return &node, nil
+	}
+	if err != nil && !apierrors.IsNotFound(err) {
+		return nil, err
+	}
+	if err := c.api.Get(ctx, key, &node); err != nil {
+		return nil, client.IgnoreNotFound(err)
+	}
+	if node.Labels[v1.NodeSchedulable] != "true" {
+		return nil, nil
+	}
+	return &node, nil
 }
 
 // claimable tells whether vmi is unbound, alive, not waiting for the

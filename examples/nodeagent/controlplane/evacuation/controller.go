@@ -131,15 +131,20 @@ func (r *reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	if err := r.client.List(ctx, &vmis, client.MatchingLabels{v1.NodeNameLabel: node.Name}); err != nil {
 		return reconcile.Result{}, err
 	}
-	var migrations v1.VirtualMachineInstanceMigrationList
-	if err := r.fresh.List(ctx, &migrations); err != nil {
-		return reconcile.Result{}, err
-	}
+	// The migrations are read from the API server only when a VMI is to
+	// leave: a node that keeps its VMIs costs no LIST.
+	var migrations *v1.VirtualMachineInstanceMigrationList
 	var res reconcile.Result
 	for i := range vmis.Items {
 		vmi := &vmis.Items[i]
 		if vmi.Status.NodeName != node.Name || !(drained || vmi.Status.EvacuationNodeName == node.Name) || !r.evictable(vmi) {
 			continue
+		}
+		if migrations == nil {
+			migrations = &v1.VirtualMachineInstanceMigrationList{}
+			if err := r.fresh.List(ctx, migrations); err != nil {
+				return reconcile.Result{}, err
+			}
 		}
 		wait, busy := r.pending(vmi, migrations.Items)
 		switch {

@@ -170,6 +170,42 @@ func TestNotDrained(t *testing.T) {
 	}
 }
 
+// listCounter is a reader that counts its LISTs.
+type listCounter struct {
+	client.Reader
+	lists int
+}
+
+func (c *listCounter) List(ctx context.Context, list client.ObjectList, opts ...client.ListOption) error {
+	c.lists++
+	return c.Reader.List(ctx, list, opts...)
+}
+
+// TestNoLeaveNoList: reconciling a node whose VMIs all stay (not drained,
+// none marked) reads no migration from the API server; a drained one
+// reads them once, however many VMIs leave.
+func TestNoLeaveNoList(t *testing.T) {
+	drained := &k8sv1.Node{ObjectMeta: metav1.ObjectMeta{Name: "b"}, Spec: k8sv1.NodeSpec{
+		Taints: []k8sv1.Taint{{Key: NodeDrainTaintKey, Effect: k8sv1.TaintEffectNoSchedule}},
+	}}
+	r, c := world(t, &k8sv1.Node{ObjectMeta: metav1.ObjectMeta{Name: "a"}}, drained,
+		vmiOn("stays", "a", nil), vmiOn("leaves-1", "b", nil), vmiOn("leaves-2", "b", nil))
+	fresh := &listCounter{Reader: c}
+	r.fresh = fresh
+	for _, node := range []string{"a", "b"} {
+		fresh.lists = 0
+		if _, err := r.Reconcile(context.Background(), reconcile.Request{NamespacedName: client.ObjectKey{Name: node}}); err != nil {
+			t.Fatal(err)
+		}
+		if want := map[string]int{"a": 0, "b": 1}[node]; fresh.lists != want {
+			t.Errorf("node %s: %d LISTs of migrations from the API server, want %d", node, fresh.lists, want)
+		}
+	}
+	if got := evacuations(t, c, "b"); strings.Join(got, " ") != "leaves-1 leaves-2" {
+		t.Errorf("evacuation migrations of %q, want both of node b's VMIs", got)
+	}
+}
+
 // TestBackoff: a VMI whose evacuation migrations failed is tried again 20 s
 // after the first failure, 40 s after the second; failures before its last
 // success do not count.
