@@ -281,6 +281,15 @@ func density(t *testing.T, kind densityKind) {
 	vmiStarts, vmStarts := kind.starts()
 	summary := fmt.Sprintf("%.2f writes of VMIs per %s (%.0f for its start), %.2f more refused", vmiWrites+vmiRefused, kind, vmiStarts, vmiRefused)
 	if kind == densityVMs {
+		// One source of refused writes of VMIs: the claims the agents
+		// lost, racing to bind the same unbound VMI.
+		lost := 0.0
+		for _, a := range agents {
+			lost += a.metric(t, "vmi2libvirt_nodeagent_claims_total", `result="lost"`)
+		}
+		summary += fmt.Sprintf(" (%.2f of them claims lost to another agent)", lost/per)
+	}
+	if kind == densityVMs {
 		summary += fmt.Sprintf("; %.2f writes of VMs (/status included) per VM (%.0f for its start), %.2f more refused", vmWrites+vmRefused, vmStarts, vmRefused)
 	}
 	t.Logf("density: %s; %.2f writes of any resource per %s", summary, total/per, kind)
