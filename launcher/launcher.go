@@ -99,7 +99,7 @@ type vmiState struct {
 	// start until the start's outcome is recorded: when a call fails in
 	// between (the connection was lost), libvirtd may have started the
 	// domain, may still be starting it, or never received the calls. The
-	// next Sync finds out (settleLostStart); until then the mark is
+	// next Sync finds out (startOrResume); until then the mark is
 	// pending because of this process, as while starting.
 	startLost bool
 	deleted   bool

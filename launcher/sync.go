@@ -224,11 +224,26 @@ func (l *Launcher) startOrResume(ctx context.Context, st *vmiState, plan *Plan, 
 			return wrapErr(err, "read state of domain %s", st.name)
 		}
 		s, r := domain.State(state), domain.Reason(reason)
+		lost := m.Started != nil && st.isStartLost()
+		if lost && !s.Active() {
+			// libvirtd may still run the start this launcher lost with
+			// its connection: writing the marks again waits for any job
+			// libvirtd runs on the domain, then its state tells.
+			if err := writeMarks(dom, m, false); err != nil {
+				return wrapErr(err, "record the start of domain %s", st.name)
+			}
+			if state, reason, err = dom.GetState(); err != nil {
+				return wrapErr(err, "read state of domain %s", st.name)
+			}
+			s, r = domain.State(state), domain.Reason(reason)
+		}
+		if lost {
+			st.setStartLost(false) // settled below
+		}
 		switch {
 		case s.Active() && m.Started != nil && m.Started.Pending:
 			// Started by a launcher that died before confirming it, or
 			// by this one's start whose call it lost.
-			st.setStartLost(false)
 			m.Started.Pending = false
 			return wrapErr(writeMarks(dom, m, true), "record the start of domain %s", st.name)
 		case s.Active():
@@ -239,12 +254,12 @@ func (l *Launcher) startOrResume(ctx context.Context, st *vmiState, plan *Plan, 
 				l.log.Info("domain resumed", "vmi", st.key(), "was paused for", domain.ReasonString(s, r))
 			}
 			return nil
-		case m.Started != nil && st.isStartLost():
-			if again, err := l.settleLostStart(dom, st, plan, m); err != nil || !again {
-				return err
-			}
+		case lost && neverRan(r, plan):
+			l.log.Info("a lost start never ran: starting the domain again", "vmi", st.key(), "reason", domain.ReasonString(s, r))
 		case m.Started != nil:
-			return nil // it ran: never again
+			// It ran: never again. (A lost start that ran and stopped
+			// ends as a start interrupted: hostplan.Judge.)
+			return nil
 		}
 		flags := libvirt.DOMAIN_NONE
 		if v.Spec.StartStrategy != nil && *v.Spec.StartStrategy == v1.StartStrategyPaused {
@@ -286,37 +301,19 @@ func (l *Launcher) startOrResume(ctx context.Context, st *vmiState, plan *Plan, 
 	})
 }
 
-// settleLostStart decides on the domain of st, not running, whose start
-// this launcher lost (vmiState.startLost). libvirtd may still be running
-// that start — a call it received before the connection closed — so the
-// marks are written again first, which waits for any job libvirtd runs on
-// the domain. Then the domain runs (the start took: it is confirmed), or
-// it never ran (libvirt says its start failed, or it is shut off for no
-// reason and QEMU never opened its serial log) and startAgain is true, or
-// it ran and stopped: the caller leaves it, and its status ends it as a
-// start interrupted (hostplan.Judge).
-func (l *Launcher) settleLostStart(dom *libvirt.Domain, st *vmiState, plan *Plan, m *hostplan.Marks) (startAgain bool, err error) {
-	if err := writeMarks(dom, m, false); err != nil {
-		return false, wrapErr(err, "record the start of domain %s", st.name)
-	}
-	state, reason, err := dom.GetState()
-	if err != nil {
-		return false, wrapErr(err, "read state of domain %s", st.name)
-	}
-	st.setStartLost(false)
-	if domain.State(state).Active() {
-		m.Started.Pending = false
-		return false, wrapErr(writeMarks(dom, m, true), "record the start of domain %s", st.name)
-	}
-	switch launched, known := qemuLaunched(plan); domain.Reason(reason) {
+// neverRan tells whether a domain shut off for reason r, whose start was
+// lost, never ran: libvirt says its start failed, or it is shut off for no
+// reason and QEMU never opened its serial log (a domain without one cannot
+// tell: it may have run before libvirtd restarted).
+func neverRan(r domain.Reason, plan *Plan) bool {
+	switch r {
 	case domain.ShutoffFailed:
-		startAgain = true
+		return true
 	case domain.ShutoffUnknown:
-		startAgain = known && !launched
+		launched, known := qemuLaunched(plan)
+		return known && !launched
 	}
-	l.log.Info("a lost start settled", "vmi", st.key(), "start again", startAgain,
-		"reason", domain.ReasonString(domain.State(state), domain.Reason(reason)))
-	return startAgain, nil
+	return false
 }
 
 // qemuLaunched tells whether QEMU was ever launched for plan's domain, as
