@@ -68,7 +68,7 @@ func Add(mgr manager.Manager, opts Options) error {
 	if opts.Logger == nil {
 		opts.Logger = slog.New(slog.DiscardHandler)
 	}
-	r := &reconciler{client: mgr.GetClient(), scheduling: opts.Scheduling, log: opts.Logger}
+	r := &reconciler{client: mgr.GetClient(), fresh: mgr.GetAPIReader(), scheduling: opts.Scheduling, log: opts.Logger}
 	// A VMI's change looks at its migrations.
 	ofVMI := handler.EnqueueRequestsFromMapFunc(func(ctx context.Context, o client.Object) []reconcile.Request {
 		var list v1.VirtualMachineInstanceMigrationList
@@ -93,7 +93,10 @@ func Add(mgr manager.Manager, opts Options) error {
 
 // reconciler is the migration controller.
 type reconciler struct {
-	client     client.Client
+	client client.Client
+	// fresh reads from the API server itself: a VMI whose cached copy
+	// does not show yet the migrationState this controller just wrote.
+	fresh      client.Reader
 	scheduling nodeapi.Scheduling
 	log        *slog.Logger
 }
@@ -143,7 +146,15 @@ func (r *reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	case ours:
 		return reconcile.Result{}, r.advance(ctx, &mig, vmi.Status.MigrationState, phaseOf(vmi.Status.MigrationState))
 	case phaseIndex(mig.Status.Phase) >= phaseIndex(v1.MigrationScheduled):
-		// The VMI's migrationState is another's now.
+		// The VMI's migrationState is another's now — unless the cache
+		// has not caught up with the one schedule wrote: the API server
+		// tells.
+		if err := r.fresh.Get(ctx, client.ObjectKeyFromObject(&vmi), &vmi); err != nil {
+			return reconcile.Result{}, client.IgnoreNotFound(err)
+		}
+		if ms := vmi.Status.MigrationState; ms != nil && ms.MigrationUID == mig.UID {
+			return reconcile.Result{}, r.advance(ctx, &mig, ms, phaseOf(ms))
+		}
 		return reconcile.Result{}, r.advance(ctx, &mig, nil, v1.MigrationFailed)
 	}
 	return r.schedule(ctx, &mig, &vmi)

@@ -55,7 +55,7 @@ func TestReconcile(t *testing.T) {
 			node("c", "true", nil), cordoned, drained, // not in the pool; cordoned; tainted
 			node("d", "true", pool), // the target
 		).Build()
-	r := &reconciler{client: c, log: slog.New(slog.DiscardHandler)}
+	r := &reconciler{client: c, fresh: c, log: slog.New(slog.DiscardHandler)}
 	ctx := context.Background()
 	step := func(want v1.VirtualMachineInstanceMigrationPhase, phases string) {
 		t.Helper()
@@ -145,7 +145,7 @@ func TestReconcileSucceeded(t *testing.T) {
 		Spec:       v1.VirtualMachineInstanceMigrationSpec{VMIName: "nothere"},
 	}
 	c := fake.NewClientBuilder().WithScheme(s).WithStatusSubresource(&v1.VirtualMachineInstanceMigration{}).WithObjects(vmi, mig, lost).Build()
-	r := &reconciler{client: c, log: slog.New(slog.DiscardHandler)}
+	r := &reconciler{client: c, fresh: c, log: slog.New(slog.DiscardHandler)}
 	for _, m := range []*v1.VirtualMachineInstanceMigration{mig, lost} {
 		if _, err := r.Reconcile(context.Background(), reconcile.Request{NamespacedName: client.ObjectKeyFromObject(m)}); err != nil {
 			t.Fatal(err)
@@ -159,5 +159,53 @@ func TestReconcileSucceeded(t *testing.T) {
 	}
 	if lost.Status.Phase != v1.MigrationFailed {
 		t.Errorf("migration of a missing VMI: %s, want Failed", lost.Status.Phase)
+	}
+}
+
+// TestReconcileStaleCache: a migration past Scheduled whose VMI's cached
+// copy does not show its migrationState yet (the write of schedule not
+// seen) is not failed: the API server's copy is ours, and the migration
+// follows it.
+func TestReconcileStaleCache(t *testing.T) {
+	s, err := scheme.New()
+	if err != nil {
+		t.Fatal(err)
+	}
+	vmi := &v1.VirtualMachineInstance{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "vmi", UID: "vmi-uid"},
+		Status:     v1.VirtualMachineInstanceStatus{Phase: v1.Running, NodeName: "a"},
+	}
+	mig := &v1.VirtualMachineInstanceMigration{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "m", UID: "mig-uid", Finalizers: []string{v1.VirtualMachineInstanceMigrationFinalizer}},
+		Spec:       v1.VirtualMachineInstanceMigrationSpec{VMIName: "vmi"},
+		Status:     v1.VirtualMachineInstanceMigrationStatus{Phase: v1.MigrationPreparingTarget},
+	}
+	cache := fake.NewClientBuilder().WithScheme(s).WithStatusSubresource(&v1.VirtualMachineInstanceMigration{}).WithObjects(vmi.DeepCopy(), mig).Build()
+	api := vmi.DeepCopy()
+	api.Status.MigrationState = &v1.VirtualMachineInstanceMigrationState{MigrationUID: "mig-uid", SourceNode: "a", TargetNode: "b"}
+	fresh := fake.NewClientBuilder().WithScheme(s).WithObjects(api).Build()
+	r := &reconciler{client: cache, fresh: fresh, log: slog.New(slog.DiscardHandler)}
+	if _, err := r.Reconcile(context.Background(), reconcile.Request{NamespacedName: client.ObjectKeyFromObject(mig)}); err != nil {
+		t.Fatal(err)
+	}
+	if err := cache.Get(context.Background(), client.ObjectKeyFromObject(mig), mig); err != nil {
+		t.Fatal(err)
+	}
+	if mig.Status.Phase != v1.MigrationPreparingTarget {
+		t.Errorf("migration %s with a stale cached VMI, want PreparingTarget (the API server's migrationState is ours)", mig.Status.Phase)
+	}
+	// Another migration's state on the API server too: it fails.
+	api.Status.MigrationState.MigrationUID = "other"
+	if err := fresh.Update(context.Background(), api); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := r.Reconcile(context.Background(), reconcile.Request{NamespacedName: client.ObjectKeyFromObject(mig)}); err != nil {
+		t.Fatal(err)
+	}
+	if err := cache.Get(context.Background(), client.ObjectKeyFromObject(mig), mig); err != nil {
+		t.Fatal(err)
+	}
+	if mig.Status.Phase != v1.MigrationFailed {
+		t.Errorf("migration %s whose VMI migrates for another, want Failed", mig.Status.Phase)
 	}
 }
